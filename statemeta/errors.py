@@ -1,0 +1,134 @@
+"""Every exception statemeta raises, in one place.
+
+Protocol results (a rejected event, a duplicate register) are *outcomes*, not exceptions.
+Exceptions are for misuse of the API and for data and I/O errors; each message names the
+object (task id, key, path, offset, table row) and what was expected.
+"""
+
+from __future__ import annotations
+
+
+class StatemetaError(Exception):
+    """Base class of every error statemeta raises on purpose."""
+
+
+# -- the normative tables ----------------------------------------------------------------
+
+
+class SpecError(StatemetaError):
+    """A normative table in spec/ is malformed; the message names the file and the row."""
+
+
+# -- bytes ---------------------------------------------------------------------------------
+
+
+class DecodeError(StatemetaError):
+    """Bytes do not decode: truncated, corrupt or oversized.
+
+    ``field`` names what was being read and ``offset`` where (from the start of the buffer).
+    """
+
+    def __init__(self, reason: str, *, field: str = "", offset: int | None = None) -> None:
+        self.reason = reason
+        self.field = field
+        self.offset = offset
+        where = ""
+        if field:
+            where += f" in field {field!r}"
+        if offset is not None:
+            where += f" at offset {offset}"
+        super().__init__(f"cannot decode{where}: {reason}")
+
+
+class IncompatibleVersionError(StatemetaError):
+    """A stored task value has a version this reader cannot handle."""
+
+    def __init__(self, version: int, *, expected: str = "2", path: str | None = None) -> None:
+        self.version = version
+        self.path = path
+        where = f" in {path}" if path else ""
+        hint = (
+            f"; remove {path} and rebuild the streams (as TDengine asks)"
+            if path and version <= 1
+            else ""
+        )
+        super().__init__(
+            f"incompatible task value version {version}{where} (expected {expected}){hint}"
+        )
+
+
+class KeyLengthError(StatemetaError, ValueError):
+    """A key of the wrong length was offered to a table with a fixed key length."""
+
+    def __init__(self, table: str, expected: int, got: int) -> None:
+        self.table = table
+        self.expected = expected
+        self.got = got
+        super().__init__(f"table {table!r} takes {expected}-byte keys, got {got} bytes")
+
+
+# -- the store -----------------------------------------------------------------------------
+
+
+class StoreError(StatemetaError):
+    """The key-value store failed (I/O, a full map, a corrupt environment)."""
+
+
+class StoreFault(StoreError):
+    """A failure injected on purpose by the fault-injecting store."""
+
+
+class MissingKeyError(StoreError, KeyError):
+    """Delete of a key that is not in the table (an error, as in tdb)."""
+
+    def __init__(self, table: str, key: bytes) -> None:
+        self.table = table
+        self.key = key
+        super().__init__(f"key {key.hex()} is not in table {table!r}")
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class TransactionError(StoreError):
+    """The store was used against its transaction protocol (write with none open, ...)."""
+
+
+class StoreClosedError(StoreError):
+    """The store (or a crashed fault-injecting store) was used after it was closed."""
+
+
+# -- the meta ------------------------------------------------------------------------------
+
+
+class MisuseError(StatemetaError):
+    """The API was used against its contract (the message says which rule)."""
+
+
+class ReleaseError(MisuseError):
+    """A task was released more often than it was acquired (refcount would go below 0)."""
+
+
+class MetaClosedError(MisuseError):
+    """An operation on a meta that is closed."""
+
+
+class UnknownTaskError(StatemetaError, KeyError):
+    """An operation that needs a task named one that is not in the meta."""
+
+    def __init__(self, stream_id: int, task_id: int) -> None:
+        self.stream_id = stream_id
+        self.task_id = task_id
+        super().__init__(f"no task 0x{stream_id:x}-0x{task_id:x} in the meta")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class InvariantViolation(StatemetaError, AssertionError):
+    """An invariant of spec/invariants.md does not hold; names its id and the evidence."""
+
+    def __init__(self, invariant_id: str, evidence: str) -> None:
+        self.invariant_id = invariant_id
+        self.evidence = evidence
+        super().__init__(f"invariant {invariant_id!r} violated: {evidence}")
