@@ -1,0 +1,166 @@
+"""A fault-injecting wrapper over a real store: it wraps, never replaces (DESIGN §6).
+
+Faults are armed per operation by the call count they hit: ``fail_next("put", skip=2)`` makes
+the third ``put`` from now raise StoreFault. An injected fault replaces the call whole, so it
+is checked before anything else and the inner store never sees the call:
+
+- a failed ``begin`` opens no transaction;
+- a failed ``put`` or ``delete`` writes nothing and leaves the transaction open;
+- a failed ``commit`` aborts the open transaction: nothing since ``begin`` is durable and a
+  new ``begin`` is needed (as when LMDB's own commit fails);
+- a crash (``crash()`` now, or ``crash_next(op)`` in place of a later call) drops the open
+  transaction without commit, as a killed process would, and releases the files; every later
+  call raises StoreClosedError. Reopening the path (``LmdbStore.open`` or ``MemoryStore.open``,
+  whichever backend is wrapped) sees the last commit.
+
+``calls`` counts every call by operation (faulted calls included) for tests.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Literal
+
+from statemeta.errors import MisuseError, StoreClosedError, StoreFault
+from statemeta.store.protocol import Store, Table
+
+FaultOp = Literal["begin", "put", "delete", "commit"]
+FAULT_OPS: tuple[FaultOp, ...] = ("begin", "put", "delete", "commit")
+
+
+class FaultyTable:
+    """A real table whose puts and deletes go through the faulty store's fault plan."""
+
+    __slots__ = ("_inner", "_store")
+
+    def __init__(self, store: FaultyStore, inner: Table) -> None:
+        self._store = store
+        self._inner = inner
+
+    @property
+    def inner(self) -> Table:
+        return self._inner
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def key_len(self) -> int | None:
+        return self._inner.key_len
+
+    def get(self, key: bytes) -> bytes | None:
+        self._store._call("get")
+        return self._inner.get(key)
+
+    def upsert(self, key: bytes, value: bytes) -> None:
+        self._store._call("put", f"table {self.name!r} key {key.hex()}")
+        self._inner.upsert(key, value)
+
+    def delete(self, key: bytes) -> None:
+        self._store._call("delete", f"table {self.name!r} key {key.hex()}")
+        self._inner.delete(key)
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        self._store._call("items")
+        return self._inner.items()
+
+
+class FaultyStore:
+    """Wraps a Store; implements the Store protocol plus fault planning and crash."""
+
+    def __init__(self, inner: Store) -> None:
+        self._inner = inner
+        self._calls: Counter[str] = Counter()
+        self._faults: dict[str, dict[int, bool]] = {op: {} for op in FAULT_OPS}  # n -> crash?
+        self._crashed = False
+        self.faults_injected = 0
+
+    @property
+    def inner(self) -> Store:
+        return self._inner
+
+    @property
+    def path(self) -> str:
+        return self._inner.path
+
+    @property
+    def in_transaction(self) -> bool:
+        return not self._crashed and self._inner.in_transaction
+
+    @property
+    def crashed(self) -> bool:
+        return self._crashed
+
+    @property
+    def calls(self) -> dict[str, int]:
+        """Calls made so far, by operation (faulted calls included)."""
+        return dict(self._calls)
+
+    def fail_next(self, op: FaultOp, skip: int = 0) -> None:
+        """Make the (skip+1)-th ``op`` call from now raise StoreFault, with no effect."""
+        self._arm(op, skip, crash=False)
+
+    def crash_next(self, op: FaultOp, skip: int = 0) -> None:
+        """Crash in place of the (skip+1)-th ``op`` call from now (it raises StoreFault)."""
+        self._arm(op, skip, crash=True)
+
+    def crash(self) -> None:
+        """Drop the open transaction without commit and make this wrapper unusable."""
+        self._check_live("crash")
+        self._crashed = True
+        self._inner.close()
+
+    def table(self, name: str, key_len: int | None) -> FaultyTable:
+        self._check_live("table")
+        return FaultyTable(self, self._inner.table(name, key_len))
+
+    def begin(self) -> None:
+        self._call("begin")
+        self._inner.begin()
+
+    def commit(self) -> None:
+        self._call("commit")
+        self._inner.commit()
+
+    def abort(self) -> None:
+        self._call("abort")
+        self._inner.abort()
+
+    def close(self) -> None:
+        if not self._crashed:
+            self._inner.close()
+
+    # -- the fault plan ------------------------------------------------------------------
+
+    def _arm(self, op: FaultOp, skip: int, *, crash: bool) -> None:
+        if op not in self._faults:
+            raise MisuseError(f"cannot inject a fault into {op!r}; one of {FAULT_OPS}")
+        if skip < 0:
+            raise MisuseError(f"skip must be >= 0, got {skip}")
+        self._check_live("arm a fault")
+        self._faults[op][self._calls[op] + skip + 1] = crash
+
+    def _check_live(self, op: str) -> None:
+        if self._crashed:
+            raise StoreClosedError(f"{op} on {self.path}: the store crashed (fault injection)")
+
+    def _call(self, op: str, what: str = "") -> None:
+        """Count the call; raise the fault planned for it, if any."""
+        self._check_live(op)
+        self._calls[op] += 1
+        planned = self._faults.get(op)
+        if not planned:
+            return
+        crash = planned.pop(self._calls[op], None)
+        if crash is None:
+            return
+        self.faults_injected += 1
+        where = f" {what}" if what else ""
+        if crash:
+            self.crash()
+            raise StoreFault(f"injected crash at {op} #{self._calls[op]}{where} in {self.path}")
+        if op == "commit":
+            self._inner.abort()
+        raise StoreFault(f"injected {op} failure #{self._calls[op]}{where} in {self.path}")
