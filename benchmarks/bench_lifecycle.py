@@ -1,0 +1,145 @@
+"""Lifecycles on the shared machine: create and handle cost, memory per lifecycle.
+
+``handle`` is compared, in the same run, with a bare ``transitions`` trigger on the same shared
+machine (``machine.events[name].trigger(model)`` on a detached model) and with a dict lookup.
+Run: ``python -m benchmarks.bench_lifecycle [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+from statemeta.lifecycle import (
+    LIFECYCLE_MACHINE,
+    TaskEvent,
+    TaskLifecycle,
+    TaskStatus,
+    transition_row,
+)
+
+CREATE_GOAL_US = 20.0
+MEMORY_GOAL_BYTES = 1024.0
+HANDLE_RATIO_GOAL = 1.5
+
+
+class _BareModel:
+    """What a bare transitions trigger moves: just the state attribute."""
+
+    __slots__ = ("status",)
+
+    def __init__(self) -> None:
+        self.status = TaskStatus.READY
+
+
+def _median_us(run: Callable[[], object], operations: int, repeats: int) -> float:
+    """Median over ``repeats`` of the time per operation, in microseconds."""
+    samples = []
+    for _ in range(repeats):
+        gc.collect()
+        start = time.perf_counter()
+        run()
+        samples.append((time.perf_counter() - start) / operations * 1e6)
+    return statistics.median(samples)
+
+
+def _bytes_per_lifecycle(count: int, busy: bool) -> float:
+    """Traced allocation per lifecycle; ``busy`` ones hold a saved status and a waiting event."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    lifecycles = [TaskLifecycle() for _ in range(count)]
+    if busy:
+        for task in lifecycles:
+            task.handle(TaskEvent.INIT)
+            task.complete(TaskEvent.INIT)
+            task.handle(TaskEvent.HALT)
+            task.handle(TaskEvent.PAUSE)  # queued until READY
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(lifecycles) == count
+    return (after - before) / count
+
+
+def _row(name: str, value: float, unit: str, baseline: str, baseline_value: float | None,
+         goal: str) -> dict[str, Any]:
+    ratio = value / baseline_value if baseline_value else None
+    return {"name": name, "value": value, "unit": unit, "baseline": baseline,
+            "baseline_value": baseline_value, "ratio": ratio, "goal": goal}
+
+
+def run(quick: bool) -> list[dict[str, Any]]:
+    """Measures everything in one run; returns the rows, each against its baseline or goal."""
+    count = 10_000 if quick else 100_000
+    repeats = 3 if quick else 7
+
+    create_us = _median_us(lambda: [TaskLifecycle() for _ in range(count)], count, repeats)
+
+    ready = [TaskLifecycle() for _ in range(count)]
+    for task in ready:
+        task.handle(TaskEvent.INIT)
+        task.complete(TaskEvent.INIT)
+
+    def handle_events() -> None:  # count events: READY -> CK -> READY -> ...
+        for task in ready:
+            task.handle(TaskEvent.GEN_CHECKPOINT)
+        for task in ready:
+            task.handle(TaskEvent.CHECKPOINT_DONE)
+
+    bare = [_BareModel() for _ in range(count)]
+    gen_checkpoint = LIFECYCLE_MACHINE.events["gen_checkpoint"]
+    checkpoint_done = LIFECYCLE_MACHINE.events["checkpoint_done"]
+
+    def bare_triggers() -> None:
+        for model in bare:
+            gen_checkpoint.trigger(model)
+        for model in bare:
+            checkpoint_done.trigger(model)
+
+    status, event = TaskStatus.READY, TaskEvent.GEN_CHECKPOINT
+
+    def dict_lookups() -> None:
+        for _ in range(2 * count):
+            transition_row(status, event)
+
+    # Interleave the three so that drift on a shared machine hits them alike.
+    handle_samples, bare_samples, dict_samples = [], [], []
+    for _ in range(repeats):
+        handle_samples.append(_median_us(handle_events, 2 * count, 1))
+        bare_samples.append(_median_us(bare_triggers, 2 * count, 1))
+        dict_samples.append(_median_us(dict_lookups, 2 * count, 1))
+    assert all(t.status is TaskStatus.READY for t in ready)
+    handle_us = statistics.median(handle_samples)
+    bare_us = statistics.median(bare_samples)
+    dict_us = statistics.median(dict_samples)
+
+    return [
+        _row("create a lifecycle", create_us, "us", "goal", CREATE_GOAL_US, "<= 20 us"),
+        _row("memory per new lifecycle", _bytes_per_lifecycle(count, busy=False), "B",
+             "goal", MEMORY_GOAL_BYTES, "<= 1 KiB"),
+        _row("memory per busy lifecycle (saved + waiting)", _bytes_per_lifecycle(count, busy=True),
+             "B", "goal", MEMORY_GOAL_BYTES, "<= 1 KiB"),
+        _row("handle (applied row)", handle_us, "us", "bare transitions trigger", bare_us,
+             f"ratio <= {HANDLE_RATIO_GOAL}"),
+        _row("handle (applied row)", handle_us, "us", "dict lookup", dict_us, "(information)"),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10,000 lifecycles, 3 repeats")
+    args = parser.parse_args()
+    print(f"{'measure':<46} {'value':>10}  {'baseline':<26} {'base value':>10} {'ratio':>7}  goal")
+    for row in run(args.quick):
+        ratio = "" if row["ratio"] is None else f"{row['ratio']:.2f}"
+        print(f"{row['name']:<46} {row['value']:>8.2f} {row['unit']:<2} {row['baseline']:<26}"
+              f" {row['baseline_value']:>10.2f} {ratio:>7}  {row['goal']}")
+
+
+if __name__ == "__main__":
+    main()

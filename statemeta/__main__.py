@@ -1,0 +1,7 @@
+"""``python -m statemeta``: the same as the ``statemeta`` command."""
+
+import sys
+
+from statemeta.cli import main
+
+sys.exit(main())

@@ -1,0 +1,175 @@
+"""The ``statemeta`` command. Each subcommand is one entry of SUBCOMMANDS (help, options, run)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from statemeta.diagrams import lifecycle_rows_markdown, refresh_docs, roles_rows_markdown
+from statemeta.lifecycle import (
+    LIFECYCLE_ROWS,
+    Outcome,
+    StatusChange,
+    TaskEvent,
+    TaskLifecycle,
+    TaskStatus,
+)
+from statemeta.roles import ROLE_ROWS, Role, RoleEvent
+
+__all__ = ["SUBCOMMANDS", "Subcommand", "main", "spec_document"]
+
+_REPO_DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+@attrs.frozen
+class Subcommand:
+    """One subcommand: its help line, how it adds its options, and what it runs."""
+
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _name(value: TaskStatus | TaskEvent | Role | RoleEvent | None) -> str | None:
+    return None if value is None else value.name.lower()
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+
+def _configure_demo(parser: argparse.ArgumentParser) -> None:
+    """The demo has no options."""
+
+
+def _describe(task: TaskLifecycle, outcome: Outcome | None) -> str:
+    parts = [f"{outcome.value if outcome else 'done':<8}", f"status={_name(task.status)}"]
+    if outcome is not None and outcome.code:
+        parts.append(f"code=0x{outcome.code:08x}")
+    if task.active is not None:
+        parts.append(f"active={_name(task.active)}")
+    if task.waiting:
+        parts.append("waiting=" + ",".join(f"{_name(e)}@{_name(s)}" for s, e in task.waiting))
+    if task.saved:
+        parts.append("saved=" + ",".join(f"{_name(s)}" for s in task.saved))
+    return " ".join(parts)
+
+
+def _run_demo(_: argparse.Namespace) -> int:
+    """Drives one task through its lifecycle, printing each call and each change it caused."""
+    changes: list[StatusChange] = []
+    task = TaskLifecycle(listener=lambda _, change: changes.append(change))
+    steps: list[tuple[str, Callable[[], Outcome | None]]] = [
+        ("handle(init)", lambda: task.handle(TaskEvent.INIT)),
+        ("complete(init)", lambda: task.complete(TaskEvent.INIT)),
+        ("handle(gen_checkpoint)", lambda: task.handle(TaskEvent.GEN_CHECKPOINT)),
+        ("handle(pause)", lambda: task.handle(TaskEvent.PAUSE)),
+        ("handle(checkpoint_done)", lambda: task.handle(TaskEvent.CHECKPOINT_DONE)),
+        ("handle(pause)", lambda: task.handle(TaskEvent.PAUSE)),
+        ("handle(halt)", lambda: task.handle(TaskEvent.HALT)),
+        ("resume()", task.resume),
+        ("resume()", task.resume),
+        ("handle(stop)", lambda: task.handle(TaskEvent.STOP)),
+        ("handle(init)", lambda: task.handle(TaskEvent.INIT)),
+        ("handle(dropping)", lambda: task.handle(TaskEvent.DROPPING)),
+        ("set_ready()", task.set_ready),
+        ("reset()", task.reset),
+    ]
+    print("one stream task, new in uninit; indented: each change its listener hears")
+    for label, call in steps:
+        outcome = call()
+        print(f"{label:<24} {_describe(task, outcome)}")
+        for change in changes:
+            via = change.cause if change.event is None else f"{change.cause} {_name(change.event)}"
+            print(f"    {_name(change.old)} -> {_name(change.new)}  ({via})")
+        changes.clear()
+    return 0
+
+
+# -- spec ------------------------------------------------------------------------------------
+
+
+def spec_document() -> dict[str, Any]:
+    """Both tables as plain data, enum names in lower case (the ``spec --json`` output)."""
+    return {
+        "statuses": [{"name": _name(s), "value": s.value} for s in TaskStatus],
+        "events": [{"name": _name(e), "value": e.value} for e in TaskEvent],
+        "transitions": [
+            {
+                "from": _name(r.from_status),
+                "event": _name(r.event),
+                "to": _name(r.to_status),
+                "attach": _name(r.attach),
+                "two_phase": r.two_phase,
+            }
+            for r in LIFECYCLE_ROWS
+        ],
+        "roles": [{"name": _name(r), "value": r.value} for r in Role],
+        "role_events": [{"name": _name(e), "value": e.value} for e in RoleEvent],
+        "role_transitions": [
+            {
+                "from": _name(r.from_role),
+                "event": _name(r.event),
+                "to": _name(r.to_role),
+                "start_heartbeat": r.start_heartbeat,
+                "stop_heartbeat": r.stop_heartbeat,
+                "send_before_close": r.send_before_close,
+            }
+            for r in ROLE_ROWS
+        ],
+    }
+
+
+def _configure_spec(parser: argparse.ArgumentParser) -> None:
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--json", action="store_true", help="print both tables as JSON")
+    mode.add_argument(
+        "--write-docs", action="store_true", help="regenerate the diagrams and tables in docs/"
+    )
+    mode.add_argument(
+        "--check-docs", action="store_true", help="exit 1 if the generated docs are stale"
+    )
+    parser.add_argument(
+        "--docs", type=Path, default=_REPO_DOCS, help="the docs directory (default: %(default)s)"
+    )
+
+
+def _run_spec(args: argparse.Namespace) -> int:
+    """Prints the normative tables, or keeps docs/ in step with them."""
+    if args.json:
+        print(json.dumps(spec_document(), indent=2))
+        return 0
+    if args.write_docs or args.check_docs:
+        stale = refresh_docs(args.docs, write=args.write_docs)
+        for path in stale:
+            print(f"{'rewrote' if args.write_docs else 'stale'}: {path}")
+        return 1 if stale and args.check_docs else 0
+    print("task lifecycle (spec/lifecycle.toml); every other (status, event) pair is rejected\n")
+    print(lifecycle_rows_markdown())
+    print("\nmeta roles (spec/roles.toml)\n")
+    print(roles_rows_markdown())
+    return 0
+
+
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "demo": Subcommand(
+        "drive one task through its lifecycle, printing each step", _configure_demo, _run_demo
+    ),
+    "spec": Subcommand("print the normative tables (or refresh docs/)", _configure_spec, _run_spec),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``statemeta`` console script and of ``python -m statemeta``."""
+    parser = argparse.ArgumentParser(
+        prog="statemeta", description="Executable reference model of TDengine's stream meta."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, command in SUBCOMMANDS.items():
+        command.configure(commands.add_parser(name, help=command.help, description=command.help))
+    args = parser.parse_args(argv)
+    return SUBCOMMANDS[args.command].run(args)

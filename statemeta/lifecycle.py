@@ -1,0 +1,270 @@
+"""The stream-task lifecycle: one shared ``transitions`` machine, built from spec/lifecycle.toml.
+
+Theory of operation
+-------------------
+Everything that affects a task's lifecycle lives in spec/lifecycle.toml and in this file.
+The table has a row for some (status, event) pairs and lists every other pair as rejected; a
+rejected event returns ``Outcome.REJECTED`` (TDengine's 0x80004103) and changes nothing.
+
+One ``transitions.Machine`` is built at import from the rows that change status at once. It
+serves every lifecycle: a ``TaskLifecycle`` is a detached model (never ``add_model``-ed), and
+applying a row executes that row's ``Transition`` on it, which sets ``status``.
+``TaskLifecycle.handle`` looks the pair up once and does one of four things:
+
+- **plain row**: applied now (APPLIED). Self-transitions (PAUSE->PAUSE, STOP->STOP, PAUSE in
+  STOP or DROPPING, ...) are applied too: they are real rows and update ``prev_*``.
+- **two-phase row** (INIT, INIT_SCANHIST; TDengine's autoInvokeEndFn = false): the transition
+  only starts (STARTED): ``active`` is set and the status stays UNINIT until ``complete(event)``
+  applies the row. Any other accepted event overrides a started transition (``active`` is
+  cleared), so a late ``complete`` is REJECTED; a rejected event leaves ``active`` alone.
+- **attached row** (CK+HALT, CK+PAUSE, HALT+PAUSE): the status stays; (required status, event)
+  is queued (PENDING). After every applied change the queue is drained in FIFO order: while its
+  head's required status is the current status, the head is popped and fired through the row
+  for (status, event). Entering a status of ``drops_waiting`` (STOP, DROPPING, UNINIT) empties
+  the queue: those events are rejected, as TDengine's waiting caller sees them.
+
+Resume is not an event. Entering PAUSE or HALT (``resumable``) from another status pushes that
+status on the ``saved`` stack; a repeated PAUSE or HALT pushes nothing (idempotent); ``resume``
+pops it, so READY -PAUSE-> PAUSE -HALT-> HALT resumes to PAUSE, then to READY. ``reset`` and
+``set_ready`` are TDengine's direct setters: they bypass the table and clear ``active``, the
+queue and the stack. ``_apply`` and ``_record`` are the one place these special cases live; the
+listener hears every change, in order, so its owner can count entries into and exits from PAUSE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import Enum
+from typing import Literal
+
+import attrs
+from transitions import Event, EventData, Machine, State, Transition
+
+from statemeta.tables import LIFECYCLE, TaskEvent, TaskStatus, TransitionRow
+
+__all__ = [
+    "LIFECYCLE_ROWS",
+    "TSDB_CODE_STREAM_INVALID_STATETRANS",
+    "Cause",
+    "Listener",
+    "Outcome",
+    "StatusChange",
+    "TaskEvent",
+    "TaskLifecycle",
+    "TaskStatus",
+    "TransitionRow",
+    "ready_to_run",
+    "should_pause",
+    "should_stop",
+    "transition_row",
+]
+
+TSDB_CODE_STREAM_INVALID_STATETRANS = 0x80004103
+"""TDengine's code for an event the current status cannot handle."""
+
+
+class Outcome(Enum):
+    """What handling an event did."""
+
+    APPLIED = "applied"
+    STARTED = "started"
+    """A two-phase INIT / INIT_SCANHIST has begun; the status stays UNINIT until complete()."""
+    PENDING = "pending"
+    """An attached event is queued until its required status is reached."""
+    REJECTED = "rejected"
+    """Nothing changed."""
+
+    @property
+    def code(self) -> int:
+        """TDengine's return code: 0, or 0x80004103 for a rejection."""
+        return TSDB_CODE_STREAM_INVALID_STATETRANS if self is Outcome.REJECTED else 0
+
+
+Cause = Literal["event", "complete", "waiting", "resume", "reset", "set_ready"]
+
+
+@attrs.frozen
+class StatusChange:
+    """One change told to a lifecycle's listener (old == new for a self-transition)."""
+
+    old: TaskStatus
+    new: TaskStatus
+    event: TaskEvent | None
+    row: TransitionRow | None
+    """The table row applied; None for resume, reset and set_ready (not table rows)."""
+    cause: Cause
+
+
+Listener = Callable[["TaskLifecycle", StatusChange], None]
+
+LIFECYCLE_ROWS: tuple[TransitionRow, ...] = LIFECYCLE.rows
+
+_ROWS: dict[tuple[TaskStatus, TaskEvent], TransitionRow] = {
+    (row.from_status, row.event): row for row in LIFECYCLE_ROWS
+}
+_DROPS_WAITING = LIFECYCLE.drops_waiting
+_RESUMABLE = LIFECYCLE.resumable
+
+
+def transition_row(status: TaskStatus, event: TaskEvent) -> TransitionRow | None:
+    """The row for (status, event), or None when the table rejects the pair."""
+    return _ROWS.get((status, event))
+
+
+def should_stop(status: TaskStatus) -> bool:
+    """streamTaskShouldStop."""
+    return status in LIFECYCLE.should_stop
+
+
+def should_pause(status: TaskStatus) -> bool:
+    """streamTaskShouldPause (HALT does not count)."""
+    return status in LIFECYCLE.should_pause
+
+
+def ready_to_run(status: TaskStatus, task_level: int) -> bool:
+    """streamTaskReadyToRun: a sink-level task also runs while paused or halted."""
+    if task_level == LIFECYCLE.sink_level:
+        return status in LIFECYCLE.ready_to_run_sink
+    return status in LIFECYCLE.ready_to_run
+
+
+@attrs.frozen
+class _Step:
+    """A row bound to the shared machine: what executing it needs, resolved once."""
+
+    row: TransitionRow
+    transition: Transition
+    source: State
+    trigger: Event
+
+
+def _build_machine() -> tuple[Machine, dict[tuple[TaskStatus, TaskEvent], _Step]]:
+    """The shared machine over every row that changes status at once (not the attached ones)."""
+    machine = Machine(
+        model=None,
+        states=TaskStatus,
+        initial=LIFECYCLE.initial,
+        auto_transitions=False,
+        ignore_invalid_triggers=False,
+        model_attribute="status",
+        name="task-lifecycle",
+    )
+    steps: dict[tuple[TaskStatus, TaskEvent], _Step] = {}
+    for row in LIFECYCLE_ROWS:
+        if row.attach is None:
+            machine.add_transition(row.event.name.lower(), row.from_status, row.to_status)
+    for row in LIFECYCLE_ROWS:
+        if row.attach is None:
+            trigger = machine.events[row.event.name.lower()]
+            (transition,) = trigger.transitions[row.from_status.name]
+            steps[row.from_status, row.event] = _Step(
+                row, transition, machine.get_state(row.from_status), trigger
+            )
+    return machine, steps
+
+
+LIFECYCLE_MACHINE, _STEPS = _build_machine()
+
+
+@attrs.define(eq=False)
+class TaskLifecycle:
+    """One task's lifecycle (TDengine's SStreamTaskSM); new ones start in UNINIT."""
+
+    listener: Listener | None = None
+    status: TaskStatus = attrs.field(init=False, default=LIFECYCLE.initial)
+    prev_status: TaskStatus | None = attrs.field(init=False, default=None)
+    """The status before the last change (TDengine's prev.state)."""
+    prev_event: TaskEvent | None = attrs.field(init=False, default=None)
+    """The event of the last change; None after resume, reset or set_ready (prev.evt = 0)."""
+    active: TaskEvent | None = attrs.field(init=False, default=None)
+    """A started two-phase event awaiting complete()."""
+    waiting: tuple[tuple[TaskStatus, TaskEvent], ...] = attrs.field(init=False, default=())
+    """Attached events, FIFO: (required status, event)."""
+    saved: tuple[TaskStatus, ...] = attrs.field(init=False, default=())
+    """Statuses resume() restores, innermost last (non-empty exactly in PAUSE or HALT)."""
+
+    def handle(self, event: TaskEvent) -> Outcome:
+        """streamTaskHandleEvent: apply, start, queue or reject ``event``."""
+        row = _ROWS.get((self.status, event))
+        if row is None:
+            return Outcome.REJECTED
+        if row.two_phase:
+            self.active = event
+            return Outcome.STARTED
+        self.active = None
+        if row.attach is not None:
+            self.waiting = (*self.waiting, (row.attach, event))
+            return Outcome.PENDING
+        self._apply(_STEPS[self.status, event], "event")
+        self._fire_waiting()
+        return Outcome.APPLIED
+
+    def complete(self, event: TaskEvent) -> Outcome:
+        """streamTaskOnHandleEventSuccess: finish the started two-phase ``event``."""
+        if self.active is None or self.active != event:
+            return Outcome.REJECTED
+        self.active = None
+        self._apply(_STEPS[self.status, event], "complete")
+        self._fire_waiting()
+        return Outcome.APPLIED
+
+    def resume(self) -> Outcome:
+        """streamTaskRestoreStatus: back to the status saved on entering PAUSE or HALT."""
+        old = self.status
+        if old not in _RESUMABLE:
+            return Outcome.REJECTED
+        *outer, self.status = self.saved
+        self.saved = tuple(outer)
+        self._record(old, None, None, "resume")
+        self._fire_waiting()
+        return Outcome.APPLIED
+
+    def reset(self) -> None:
+        """streamTaskResetStatus: back to UNINIT, nothing active, waiting or saved."""
+        self._force(TaskStatus.UNINIT, "reset")
+
+    def set_ready(self) -> Outcome:
+        """streamTaskSetStatusReady: force READY (refused while dropping)."""
+        if self.status in LIFECYCLE.set_ready_refused:
+            return Outcome.REJECTED
+        self._force(TaskStatus.READY, "set_ready")
+        return Outcome.APPLIED
+
+    def _force(self, new: TaskStatus, cause: Cause) -> None:
+        """A direct setter: bypasses the table and forgets every transition in progress."""
+        old = self.status
+        self.status = new
+        self.active = None
+        self.waiting = ()
+        self.saved = ()
+        self._record(old, None, None, cause)
+
+    def _apply(self, step: _Step, cause: Cause) -> None:
+        """Executes one row on the shared machine (which sets ``status``), then records it."""
+        old = self.status
+        data = EventData(step.source, step.trigger, LIFECYCLE_MACHINE, self, (), {})
+        step.transition.execute(data)
+        new = self.status
+        if new not in _RESUMABLE:
+            self.saved = ()
+        elif new != old:
+            self.saved = (*self.saved, old)
+        self._record(old, step.row.event, step.row, cause)
+
+    def _record(
+        self, old: TaskStatus, event: TaskEvent | None, row: TransitionRow | None, cause: Cause
+    ) -> None:
+        """Every change ends here: prev, the dropped waiting events, the listener."""
+        self.prev_status = old
+        self.prev_event = event
+        if self.status in _DROPS_WAITING:
+            self.waiting = ()
+        if self.listener is not None:
+            self.listener(self, StatusChange(old, self.status, event, row, cause))
+
+    def _fire_waiting(self) -> None:
+        """Fires queued events, oldest first, while the oldest one's required status holds."""
+        while self.waiting and self.waiting[0][0] == self.status:
+            (status, event), *rest = self.waiting
+            self.waiting = tuple(rest)
+            self._apply(_STEPS[status, event], "waiting")

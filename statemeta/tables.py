@@ -1,0 +1,392 @@
+"""The normative tables of spec/ (lifecycle.toml, roles.toml), loaded and checked at import.
+
+The enums are written here for typing and checked against the TOML (names and values), so the
+code and the tables cannot drift. Every check raises SpecError naming the file and the row.
+The loaders take a parsed document, so a test can feed them a deliberately bad table.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from enum import IntEnum
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+
+from statemeta.errors import SpecError
+
+__all__ = [
+    "LIFECYCLE",
+    "ROLES",
+    "LifecycleTable",
+    "Role",
+    "RoleEvent",
+    "RoleRow",
+    "RoleTable",
+    "TaskEvent",
+    "TaskStatus",
+    "TransitionRow",
+    "load_lifecycle",
+    "load_roles",
+    "read_spec",
+    "spec_dir",
+]
+
+
+class TaskStatus(IntEnum):
+    """ETaskStatus: a stream task's lifecycle status, with TDengine's values."""
+
+    READY = 0
+    DROPPING = 1
+    UNINIT = 2
+    STOP = 3
+    SCAN_HISTORY = 4
+    HALT = 5
+    PAUSE = 6
+    CK = 7
+
+    @property
+    def display(self) -> str:
+        """TDengine's display name (StreamTaskStatusList), e.g. "paused" for PAUSE."""
+        return LIFECYCLE.status_display[self]
+
+
+class TaskEvent(IntEnum):
+    """EStreamTaskEvent: what a task's lifecycle is asked to do, with TDengine's values."""
+
+    INIT = 1
+    INIT_SCANHIST = 2
+    SCANHIST_DONE = 3
+    STOP = 4
+    GEN_CHECKPOINT = 5
+    CHECKPOINT_DONE = 6
+    PAUSE = 7
+    RESUME = 8
+    HALT = 9
+    DROPPING = 10
+
+    @property
+    def display(self) -> str:
+        """TDengine's display name, e.g. "pausing" for PAUSE."""
+        return LIFECYCLE.event_display[self]
+
+
+class Role(IntEnum):
+    """The meta's node role (NODE_ROLE_*), with TDengine's values."""
+
+    UNINIT = 1
+    LEADER = 2
+    FOLLOWER = 3
+
+
+class RoleEvent(IntEnum):
+    """The calls that change a meta's role (no TDengine enum; values only order them)."""
+
+    BECOME_LEADER = 1
+    BECOME_FOLLOWER = 2
+    CLOSE = 3
+
+
+@attrs.frozen
+class TransitionRow:
+    """One row of the lifecycle table (doInitStateTransferTable)."""
+
+    from_status: TaskStatus
+    event: TaskEvent
+    to_status: TaskStatus
+    attach: TaskStatus | None = None
+    """The status an attached event waits for before it fires (None: applied at once)."""
+    two_phase: bool = False
+    """handle() only starts the transition; complete() applies it (autoInvokeEndFn false)."""
+
+
+@attrs.frozen
+class RoleRow:
+    """One row of the role table, with the effects the meta must carry out."""
+
+    from_role: Role
+    event: RoleEvent
+    to_role: Role
+    start_heartbeat: bool = False
+    stop_heartbeat: bool = False
+    send_before_close: bool = False
+
+
+@attrs.frozen
+class LifecycleTable:
+    """spec/lifecycle.toml, checked."""
+
+    initial: TaskStatus
+    status_display: Mapping[TaskStatus, str]
+    event_display: Mapping[TaskEvent, str]
+    rows: tuple[TransitionRow, ...]
+    rejected: frozenset[tuple[TaskStatus, TaskEvent]]
+    drops_waiting: frozenset[TaskStatus]
+    resumable: frozenset[TaskStatus]
+    set_ready_refused: frozenset[TaskStatus]
+    should_stop: frozenset[TaskStatus]
+    should_pause: frozenset[TaskStatus]
+    ready_to_run: frozenset[TaskStatus]
+    sink_level: int
+    ready_to_run_sink: frozenset[TaskStatus]
+
+
+@attrs.frozen
+class RoleTable:
+    """spec/roles.toml, checked."""
+
+    initial: Role
+    rows: tuple[RoleRow, ...]
+
+
+_E = TypeVar("_E", bound=IntEnum)
+
+_TRANSITION_KEYS = frozenset({"from", "event", "to", "attach", "two_phase"})
+_ROLE_EFFECTS = ("start_heartbeat", "stop_heartbeat", "send_before_close")
+_ROLE_TRANSITION_KEYS = frozenset({"from", "event", "to", *_ROLE_EFFECTS})
+
+
+class _Checker:
+    """Reads one parsed spec document; every complaint names the file and the row."""
+
+    def __init__(self, doc: Mapping[str, Any], source: str) -> None:
+        self.doc = doc
+        self.source = source
+
+    def fail(self, where: str, problem: str) -> SpecError:
+        return SpecError(f"{self.source}: {where}: {problem}")
+
+    def rows(self, key: str) -> list[Mapping[str, Any]]:
+        rows = self.doc.get(key)
+        if not isinstance(rows, list) or not rows:
+            raise self.fail(f"[[{key}]]", "missing or empty array of tables")
+        for number, row in enumerate(rows, 1):
+            if not isinstance(row, dict):
+                raise self.fail(f"[[{key}]] #{number}", "not a table")
+        return rows
+
+    def field(self, row: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+        value = row.get(key)
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self.fail(where, f"{key!r} must be a {kind.__name__}, got {value!r}")
+        return value
+
+    def member(self, enum: type[_E], name: object, where: str, key: str) -> _E:
+        valid = isinstance(name, str) and name == name.lower()
+        if not valid or str(name).upper() not in enum.__members__:
+            known = ", ".join(m.name.lower() for m in enum)
+            raise self.fail(where, f"unknown {enum.__name__} {name!r} in {key!r} (known: {known})")
+        return enum[str(name).upper()]
+
+    def members(self, enum: type[_E], names: object, where: str) -> frozenset[_E]:
+        if not isinstance(names, list):
+            raise self.fail(where, f"must be a list of {enum.__name__} names, got {names!r}")
+        return frozenset(self.member(enum, name, where, "list") for name in names)
+
+    def section(self, key: str) -> Mapping[str, Any]:
+        value = self.doc.get(key)
+        if not isinstance(value, dict):
+            raise self.fail(f"[{key}]", "missing table")
+        return value
+
+    def vocabulary(self, key: str, enum: type[_E]) -> dict[_E, Mapping[str, Any]]:
+        """Checks [[key]] against ``enum``: same names, same values, no duplicates."""
+        found: dict[_E, Mapping[str, Any]] = {}
+        values: dict[int, str] = {}
+        for number, row in enumerate(self.rows(key), 1):
+            where = f"[[{key}]] #{number} ({row.get('name')!r})"
+            member = self.member(enum, row.get("name"), where, "name")
+            value = self.field(row, "value", int, where)
+            if member in found:
+                raise self.fail(where, f"duplicate name {row['name']!r}")
+            if value in values:
+                raise self.fail(where, f"value {value} already used by {values[value]!r}")
+            if value != member.value:
+                raise self.fail(where, f"value {value} differs from {enum.__name__}.{member.name}"
+                                       f" = {member.value} in the code")
+            found[member] = row
+            values[value] = row["name"]
+        missing = [m.name.lower() for m in enum if m not in found]
+        if missing:
+            raise self.fail(f"[[{key}]]", f"no row for {', '.join(missing)}")
+        return found
+
+    def reachable(self, initial: IntEnum, edges: list[tuple[IntEnum, IntEnum]], what: str) -> None:
+        seen = {initial}
+        frontier = [initial]
+        while frontier:
+            here = frontier.pop()
+            for source, target in edges:
+                if source == here and target not in seen:
+                    seen.add(target)
+                    frontier.append(target)
+        for member in type(initial):
+            if member not in seen:
+                raise self.fail(
+                    f"[[{what}]] {member.name.lower()!r}",
+                    f"not reachable from {initial.name.lower()!r} by any transition row",
+                )
+
+
+def load_lifecycle(doc: Mapping[str, Any], source: str = "lifecycle.toml") -> LifecycleTable:
+    """Builds the lifecycle table from a parsed lifecycle.toml; raises SpecError on any fault."""
+    check = _Checker(doc, source)
+    statuses = check.vocabulary("status", TaskStatus)
+    events = check.vocabulary("event", TaskEvent)
+    status_display = {
+        s: check.field(row, "display", str, f"[[status]] {row['name']!r}")
+        for s, row in statuses.items()
+    }
+    event_display = {
+        e: check.field(row, "display", str, f"[[event]] {row['name']!r}")
+        for e, row in events.items()
+    }
+    initial = check.member(TaskStatus, doc.get("initial"), "top level", "initial")
+
+    rows: list[TransitionRow] = []
+    by_pair: dict[tuple[TaskStatus, TaskEvent], TransitionRow] = {}
+    for number, raw in enumerate(check.rows("transition"), 1):
+        where = f"[[transition]] #{number} (from {raw.get('from')!r}, event {raw.get('event')!r})"
+        unknown = sorted(set(raw) - _TRANSITION_KEYS)
+        if unknown:
+            raise check.fail(where, f"unknown key(s) {', '.join(unknown)}")
+        attach = raw.get("attach")
+        two_phase = raw.get("two_phase", False)
+        if not isinstance(two_phase, bool):
+            raise check.fail(where, f"'two_phase' must be true or false, got {two_phase!r}")
+        row = TransitionRow(
+            from_status=check.member(TaskStatus, raw.get("from"), where, "from"),
+            event=check.member(TaskEvent, raw.get("event"), where, "event"),
+            to_status=check.member(TaskStatus, raw.get("to"), where, "to"),
+            attach=None if attach is None else check.member(TaskStatus, attach, where, "attach"),
+            two_phase=two_phase,
+        )
+        if row.attach is not None and row.two_phase:
+            raise check.fail(where, "a row is either attached or two-phase, not both")
+        if (row.from_status, row.event) in by_pair:
+            raise check.fail(where, "duplicate (from, event) pair")
+        by_pair[row.from_status, row.event] = row
+        rows.append(row)
+
+    for number, row in enumerate(rows, 1):
+        if row.attach is None:
+            continue
+        where = f"[[transition]] #{number} (from {row.from_status.name.lower()!r}, " \
+                f"event {row.event.name.lower()!r})"
+        fired = by_pair.get((row.attach, row.event))
+        if fired is None or fired.attach is not None or fired.two_phase or (
+            fired.to_status != row.to_status
+        ):
+            raise check.fail(where, f"an attached event must fire through a plain row "
+                                    f"({row.attach.name.lower()!r}, {row.event.name.lower()!r}) "
+                                    f"leading to {row.to_status.name.lower()!r}")
+
+    rejected: set[tuple[TaskStatus, TaskEvent]] = set()
+    for event_name, status_names in check.section("rejected").items():
+        where = f"[rejected] {event_name!r}"
+        event = check.member(TaskEvent, event_name, where, "key")
+        for status in check.members(TaskStatus, status_names, where):
+            if (status, event) in by_pair:
+                raise check.fail(where, f"{status.name.lower()!r} is also a transition row")
+            rejected.add((status, event))
+    for status in TaskStatus:
+        for event in TaskEvent:
+            if (status, event) not in by_pair and (status, event) not in rejected:
+                raise check.fail(
+                    f"status {status.name.lower()!r} x event {event.name.lower()!r}",
+                    "neither a [[transition]] row nor listed in [rejected]",
+                )
+    check.reachable(initial, [(r.from_status, r.to_status) for r in rows], "status")
+
+    semantics = check.section("semantics")
+    predicates = check.section("predicates")
+    sink = predicates.get("ready_to_run_sink")
+    if not isinstance(sink, dict):
+        raise check.fail("[predicates.ready_to_run_sink]", "missing table")
+
+    def statuses_in(table: Mapping[str, Any], section: str, key: str) -> frozenset[TaskStatus]:
+        return check.members(TaskStatus, table.get(key), f"[{section}] {key!r}")
+
+    ready_to_run = statuses_in(predicates, "predicates", "ready_to_run")
+    return LifecycleTable(
+        initial=initial,
+        status_display=status_display,
+        event_display=event_display,
+        rows=tuple(rows),
+        rejected=frozenset(rejected),
+        drops_waiting=statuses_in(semantics, "semantics", "drops_waiting"),
+        resumable=statuses_in(semantics, "semantics", "resumable"),
+        set_ready_refused=statuses_in(semantics, "semantics", "set_ready_refused"),
+        should_stop=statuses_in(predicates, "predicates", "should_stop"),
+        should_pause=statuses_in(predicates, "predicates", "should_pause"),
+        ready_to_run=ready_to_run,
+        sink_level=check.field(sink, "task_level", int, "[predicates.ready_to_run_sink]"),
+        ready_to_run_sink=ready_to_run
+        | statuses_in(sink, "predicates.ready_to_run_sink", "also"),
+    )
+
+
+def load_roles(doc: Mapping[str, Any], source: str = "roles.toml") -> RoleTable:
+    """Builds the role table from a parsed roles.toml; raises SpecError on any fault."""
+    check = _Checker(doc, source)
+    check.vocabulary("role", Role)
+    check.vocabulary("event", RoleEvent)
+    initial = check.member(Role, doc.get("initial"), "top level", "initial")
+    rows: list[RoleRow] = []
+    pairs: set[tuple[Role, RoleEvent]] = set()
+    for number, raw in enumerate(check.rows("transition"), 1):
+        where = f"[[transition]] #{number} (from {raw.get('from')!r}, event {raw.get('event')!r})"
+        unknown = sorted(set(raw) - _ROLE_TRANSITION_KEYS)
+        if unknown:
+            raise check.fail(where, f"unknown key(s) {', '.join(unknown)}")
+        effects: dict[str, bool] = {}
+        for effect in _ROLE_EFFECTS:
+            value = raw.get(effect, False)
+            if not isinstance(value, bool):
+                raise check.fail(where, f"{effect!r} must be true or false, got {value!r}")
+            effects[effect] = value
+        row = RoleRow(
+            from_role=check.member(Role, raw.get("from"), where, "from"),
+            event=check.member(RoleEvent, raw.get("event"), where, "event"),
+            to_role=check.member(Role, raw.get("to"), where, "to"),
+            **effects,
+        )
+        if (row.from_role, row.event) in pairs:
+            raise check.fail(where, "duplicate (from, event) pair")
+        pairs.add((row.from_role, row.event))
+        rows.append(row)
+    for role in Role:
+        for event in RoleEvent:
+            if (role, event) not in pairs:
+                raise check.fail(f"role {role.name.lower()!r} x event {event.name.lower()!r}",
+                                 "no [[transition]] row (every pair must be a row)")
+    check.reachable(initial, [(r.from_role, r.to_role) for r in rows], "role")
+    return RoleTable(initial=initial, rows=tuple(rows))
+
+
+def spec_dir() -> Path:
+    """The spec/ files: packaged in a wheel as statemeta/_spec, else <repo>/spec."""
+    here = Path(__file__).resolve().parent
+    candidates = (here / "_spec", here.parent / "spec")
+    for candidate in candidates:
+        if (candidate / "lifecycle.toml").is_file():
+            return candidate
+    raise SpecError(f"no spec directory with lifecycle.toml in {', '.join(map(str, candidates))}")
+
+
+def read_spec(path: Path) -> dict[str, Any]:
+    """Parses one TOML spec file; a syntax error becomes a SpecError naming the file."""
+    try:
+        with path.open("rb") as stream:
+            return tomllib.load(stream)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise SpecError(f"{path}: cannot read: {error}") from error
+
+
+_SPEC = spec_dir()
+LIFECYCLE: LifecycleTable = load_lifecycle(
+    read_spec(_SPEC / "lifecycle.toml"), str(_SPEC / "lifecycle.toml")
+)
+ROLES: RoleTable = load_roles(read_spec(_SPEC / "roles.toml"), str(_SPEC / "roles.toml"))

@@ -1,0 +1,83 @@
+"""The statemeta command: demo and spec."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from statemeta.cli import SUBCOMMANDS, main
+from statemeta.diagrams import GENERATED
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_spec_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["spec", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {
+        "statuses", "events", "transitions", "roles", "role_events", "role_transitions"
+    }
+    assert {"name": "scan_history", "value": 4} in doc["statuses"]
+    assert {"name": "gen_checkpoint", "value": 5} in doc["events"]
+    assert {"name": "leader", "value": 2} in doc["roles"]
+    assert len(doc["transitions"]) == 33
+    assert doc["transitions"][0] == {
+        "from": "uninit", "event": "init", "to": "ready", "attach": None, "two_phase": True
+    }
+    attached = {"from": "ck", "event": "pause", "to": "pause", "attach": "ready"}
+    assert {**attached, "two_phase": False} in doc["transitions"]
+    assert len(doc["role_transitions"]) == 9
+    assert all(set(r) >= {"from", "event", "to"} for r in doc["role_transitions"])
+
+
+def test_spec_text_lists_both_tables(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["spec"]) == 0
+    out = capsys.readouterr().out
+    assert "| ck | halt | halt | ready |  |" in out
+    assert "| leader | become_follower | follower |" in out
+
+
+def test_demo_walks_one_task(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) <= 40
+    text = "\n".join(lines)
+    for fragment in (
+        "handle(init)             started  status=uninit active=init",
+        "handle(pause)            pending  status=ck waiting=pause@ready",
+        "    ready -> pause  (waiting pause)",
+        "rejected status=stop code=0x80004103",
+    ):
+        assert fragment in text
+
+
+def test_check_docs_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for name, sections in GENERATED.items():
+        markers = "".join(f"<!-- generated:{s} -->\n<!-- end generated:{s} -->\n" for s in sections)
+        (tmp_path / name).write_text(markers, encoding="utf-8")
+    assert main(["spec", "--check-docs", "--docs", str(tmp_path)]) == 1
+    assert main(["spec", "--write-docs", "--docs", str(tmp_path)]) == 0
+    assert main(["spec", "--check-docs", "--docs", str(tmp_path)]) == 0
+    assert "stale:" in capsys.readouterr().out
+
+
+def test_every_subcommand_has_help() -> None:
+    assert set(SUBCOMMANDS) >= {"demo", "spec"}
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+
+
+def test_python_dash_m_runs_the_command() -> None:
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "statemeta", "spec", "--json"],
+        capture_output=True, text=True, cwd=root, check=False,
+        env={"PYTHONPATH": str(root), "PATH": ""},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["statuses"][0] == {"name": "ready", "value": 0}
