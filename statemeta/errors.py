@@ -132,3 +132,7 @@ class InvariantViolation(StatemetaError, AssertionError):
         self.invariant_id = invariant_id
         self.evidence = evidence
         super().__init__(f"invariant {invariant_id!r} violated: {evidence}")
+
+
+class InvalidRecordError(MisuseError, ValueError):
+    """A record was given a value its binary layout cannot hold (names record, field, value)."""

@@ -1,0 +1,111 @@
+"""attrs field factories whose validators say what a C field can hold.
+
+Records are checked when they are built, so every record can be encoded: the encoder never
+fails on a record, and a decoded value that breaks a rule is reported as a ``DecodeError``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import attrs
+
+from statemeta.errors import InvalidRecordError
+
+
+def _reject(inst: object, attribute: attrs.Attribute[Any], value: object, rule: str) -> NoReturn:
+    raise InvalidRecordError(f"{type(inst).__name__}.{attribute.name} = {value!r}: {rule}")
+
+
+@attrs.frozen
+class IntRange:
+    """Validator: an int (or bool) that fits a C integer of ``bits`` bits."""
+
+    bits: int
+    signed: bool = True
+
+    def __call__(self, inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        low = -(1 << (self.bits - 1)) if self.signed else 0
+        high = (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
+        if not isinstance(value, int) or not low <= value <= high:
+            kind = "int" if self.signed else "uint"
+            _reject(inst, attribute, value, f"expected {kind}{self.bits} in [{low}, {high}]")
+
+
+def _double(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, int | float):
+        _reject(inst, attribute, value, "expected a float")
+
+
+def c_string(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or "\0" in value:
+        _reject(inst, attribute, value, "expected a str without NUL")
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        _reject(inst, attribute, value, "not encodable as UTF-8")
+
+
+def int_field(bits: int, *, signed: bool = True, default: int = 0) -> Any:
+    """A C integer field of the given width (default 0)."""
+    return attrs.field(default=default, validator=IntRange(bits, signed))
+
+
+def required_int(bits: int) -> Any:
+    """A signed C integer field without a default (the ids)."""
+    return attrs.field(validator=IntRange(bits))
+
+
+def double_field(default: float = 0.0) -> Any:
+    """An IEEE-754 double field."""
+    return attrs.field(default=default, validator=_double)
+
+
+def c_string_field(default: str = "") -> Any:
+    """A NUL-terminated C string (CStr on the wire), held as UTF-8 text."""
+    return attrs.field(default=default, validator=c_string)
+
+
+def one_of(values: tuple[int, ...]) -> Any:
+    """Validator: the value is one of ``values`` (a C enum or flag)."""
+
+    def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value not in values:
+            _reject(inst, attribute, value, f"expected one of {list(values)}")
+
+    return check
+
+
+def instance_of(kind: type | tuple[type, ...]) -> Any:
+    """Validator: the value is a ``kind`` (a nested record)."""
+
+    def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, kind):
+            _reject(inst, attribute, value, f"expected {kind}")
+
+    return check
+
+
+def tuple_of(kind: type, *, max_len: int | None = None) -> Any:
+    """Validator: a tuple of ``kind`` records, at most ``max_len`` of them."""
+
+    def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, tuple) or not all(isinstance(v, kind) for v in value):
+            _reject(inst, attribute, value, f"expected a tuple of {kind.__name__}")
+        if max_len is not None and len(value) > max_len:
+            _reject(inst, attribute, value, f"at most {max_len} items")
+
+    return check
+
+
+def int_tuple(bits: int) -> Any:
+    """Validator: a tuple of signed C integers of ``bits`` bits."""
+    item = IntRange(bits)
+
+    def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, tuple):
+            _reject(inst, attribute, value, "expected a tuple of int")
+        for v in value:
+            item(inst, attribute, v)
+
+    return check

@@ -1,0 +1,327 @@
+"""TDengine's encoder primitives (tencode.h at the seed) as construct pieces.
+
+Theory of operation. Every layout is one construct definition built from these pieces, next
+to its attrs record (``Record`` adapts a ``Struct`` to a record). The same definition is used
+two ways:
+
+- **checked** (``parse_checked``): interpreted construct over a ``TrackedStream`` that records
+  where each read started, so any failure becomes a ``DecodeError`` naming the field (the
+  construct path) and the absolute offset. Untrusted bytes are only ever parsed this way.
+- **compiled** (``compiled_builder``): construct's compiler for encoding trusted records. The
+  adapters here emit code for the compiler so whole layouts stay compiled.
+
+The decoders are strict where TDengine's are lax, so that only canonical bytes decode and
+``encode(decode(b)) == b``: varints must be minimal and fit their width, a block length must
+fit in the buffer, strings must be NUL-terminated UTF-8 without inner NULs.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+from typing import Any
+
+import attrs
+import construct as c
+
+from statemeta.errors import DecodeError, InvalidRecordError
+
+# -- fixed-width little-endian scalars (tPut in host order: little-endian) -------------------
+
+I8 = c.Int8sl
+U8 = c.Int8ul
+I16 = c.Int16sl
+U16 = c.Int16ul
+I32 = c.Int32sl
+U32 = c.Int32ul
+I64 = c.Int64sl
+U64 = c.Int64ul
+Float = c.Float32l
+Double = c.Float64l
+
+
+class LayoutError(c.ConstructError):  # type: ignore[misc]
+    """Bytes that were read but break a rule of the layout (turned into a DecodeError)."""
+
+
+class Reject(c.Construct):  # type: ignore[misc]
+    """A branch that cannot be parsed or built (e.g. an unknown output type)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        raise LayoutError(self.reason, path=path)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        raise LayoutError(self.reason, path=path)
+
+
+# -- varints ------------------------------------------------------------------------------
+
+
+class Leb128(c.Construct):  # type: ignore[misc]
+    """U16v/U32v/U64v (unsigned LEB128) and, with ``signed``, I16v/I32v/I64v (zigzag first).
+
+    Unlike tDecodeU32v, the decoder rejects non-minimal encodings and values past the width.
+    """
+
+    def __init__(self, bits: int, *, signed: bool) -> None:
+        super().__init__()
+        self.bits = bits
+        self.signed = signed
+        self.max_len = (bits + 6) // 7
+
+    def _parse(self, stream: Any, context: Any, path: str) -> int:
+        value = 0
+        for i in range(self.max_len):
+            byte: int = c.stream_read(stream, 1, path)[0]
+            value |= (byte & 0x7F) << (7 * i)
+            if not byte & 0x80:
+                if byte == 0 and i > 0:
+                    raise LayoutError("overlong varint (a trailing zero group)", path=path)
+                break
+        else:
+            raise LayoutError(f"varint longer than {self.max_len} bytes", path=path)
+        if value >> self.bits:
+            raise LayoutError(f"varint overflows {self.bits} bits", path=path)
+        if self.signed:
+            return (value >> 1) ^ -(value & 1)
+        return value
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> int:
+        half = 1 << (self.bits - 1)
+        low, high = (-half, half - 1) if self.signed else (0, (1 << self.bits) - 1)
+        if not isinstance(obj, int) or not low <= obj <= high:
+            raise c.IntegerError(f"{obj!r} does not fit in {self.bits} bits", path=path)
+        x = ((obj << 1) ^ (obj >> (self.bits - 1))) & ((1 << self.bits) - 1) if self.signed else obj
+        out = bytearray()
+        while x > 0x7F:
+            out.append(0x80 | (x & 0x7F))
+            x >>= 7
+        out.append(x)
+        c.stream_write(stream, bytes(out), len(out), path)
+        return obj
+
+
+U16v = Leb128(16, signed=False)
+U32v = Leb128(32, signed=False)
+U64v = Leb128(64, signed=False)
+I16v = Leb128(16, signed=True)
+I32v = Leb128(32, signed=True)
+I64v = Leb128(64, signed=True)
+
+
+# -- adapters that the compiler keeps compiled ------------------------------------------------
+
+
+class Adapter(c.Adapter):  # type: ignore[misc]
+    """An adapter whose compiled build calls ``_encode`` then the compiled subcon."""
+
+    def _emitbuild(self, code: Any) -> str:
+        self._compileinstance(code)
+        sub = self.subcon._compilebuild(code)
+        return f"reuse(linkedinstances[{id(self)}]._encode(obj, this, None), lambda obj: ({sub}))"
+
+
+class TupleOf(Adapter):
+    """An array decoded as a tuple (records hold tuples, so they stay hashable)."""
+
+    def _decode(self, obj: Any, context: Any, path: str) -> tuple[Any, ...]:
+        return tuple(obj)
+
+    def _encode(self, obj: Any, context: Any, path: str) -> Any:
+        return obj
+
+
+class Record(Adapter):
+    """A ``Struct`` whose value is an attrs record of the same field names.
+
+    Struct fields that are not attributes of the record (a version, a count) build from their
+    own rule (``Const``, ``Rebuild``); record properties (a derived type) are encoded too.
+    """
+
+    def __init__(self, record: type, struct: c.Struct) -> None:
+        super().__init__(struct)
+        self.record = record
+        self.init_names = tuple(a.name for a in attrs.fields(record))
+        self.build_names = tuple(
+            sc.name for sc in struct.subcons if sc.name and hasattr(record, sc.name)
+        )
+
+    def _decode(self, obj: Any, context: Any, path: str) -> Any:
+        try:
+            return self.record(**{name: obj[name] for name in self.init_names})
+        except InvalidRecordError as e:
+            raise LayoutError(str(e), path=path) from e
+
+    def _encode(self, obj: Any, context: Any, path: str) -> dict[str, Any]:
+        return {name: getattr(obj, name) for name in self.build_names}
+
+
+class Counted(c.Subconstruct):  # type: ignore[misc]
+    """An I32 count, then that many elements (taosArray loops); decoded as a tuple.
+
+    The decoder rejects a negative count, or one whose elements cannot fit in the bytes left.
+    """
+
+    def __init__(self, subcon: c.Construct) -> None:
+        super().__init__(subcon)
+        try:
+            self.min_size: int = subcon.sizeof()
+        except c.SizeofError:
+            self.min_size = 1
+
+    def _parse(self, stream: Any, context: Any, path: str) -> tuple[Any, ...]:
+        count = I32._parsereport(stream, context, path)
+        left = c.stream_size(stream) - c.stream_tell(stream, path)
+        if count < 0 or count * self.min_size > left:
+            raise LayoutError(f"count {count} does not fit in the {left} bytes left", path=path)
+        return tuple(self.subcon._parsereport(stream, context, path) for _ in range(count))
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        I32._build(len(obj), stream, context, path)
+        for item in obj:
+            self.subcon._build(item, stream, context, path)
+        return obj
+
+    def _emitbuild(self, code: Any) -> str:
+        count = I32._compilebuild(code)
+        item = self.subcon._compilebuild(code)
+        return f"(reuse(len(obj), lambda obj: {count}), [{item} for obj in obj], obj)[2]"
+
+
+# -- strings and binaries ------------------------------------------------------------------
+
+Binary = c.Prefixed(U32v, c.GreedyBytes)
+"""tEncodeBinary: U32v length, then the raw bytes."""
+
+
+class _CStr(Adapter):
+    """tEncodeCStr: a Binary of the UTF-8 text plus its NUL (counted in the length)."""
+
+    def _decode(self, obj: bytes, context: Any, path: str) -> str:
+        if not obj or obj[-1] != 0:
+            raise LayoutError("string is not NUL-terminated", path=path)
+        if 0 in obj[:-1]:
+            raise LayoutError("NUL inside a string", path=path)
+        try:
+            return obj[:-1].decode()
+        except UnicodeDecodeError as e:
+            raise LayoutError(f"string is not UTF-8: {e}", path=path) from e
+
+    def _encode(self, obj: str, context: Any, path: str) -> bytes:
+        return obj.encode() + b"\0"
+
+
+CStr = _CStr(Binary)
+
+
+class CStrWithLen(c.Construct):  # type: ignore[misc]
+    """tEncodeCStrWithLen(s, n): a Binary of exactly n + 1 raw bytes (a fixed size)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.length = n + 1
+        self.prefix = U32v.build(self.length)
+
+    def _parse(self, stream: Any, context: Any, path: str) -> bytes:
+        length = U32v._parsereport(stream, context, path)
+        if length != self.length:
+            raise LayoutError(f"expected a {self.length}-byte binary, got {length}", path=path)
+        return bytes(c.stream_read(stream, self.length, path))
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> bytes:
+        data = self.prefix + obj
+        c.stream_write(stream, data, len(self.prefix) + self.length, path)
+        return obj  # type: ignore[no-any-return]
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return len(self.prefix) + self.length
+
+
+# -- the tStartEncode/tEndEncode block and the checked parse -----------------------------------
+
+
+class TrackedStream(io.BytesIO):
+    """A read stream that records the absolute offset where the last read started."""
+
+    def __init__(self, data: bytes, *, base: int = 0, probe: list[int] | None = None) -> None:
+        super().__init__(data)
+        self.base = base
+        self.probe = probe if probe is not None else [0]
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        self.probe[0] = self.base + self.tell()
+        return super().read(size)
+
+
+class Block(c.Subconstruct):  # type: ignore[misc]
+    """tStartEncode/tEndEncode: an int32 LE body length (not counting itself), then the body.
+
+    Parsing skips whatever the body did not read (as tEndDecode); unlike tStartDecode it
+    rejects a length that is negative or runs past the end of the buffer.
+    """
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        length = I32._parsereport(stream, context, path)
+        start = c.stream_tell(stream, path)
+        left = c.stream_size(stream) - start
+        if not 0 <= length <= left:
+            raise LayoutError(f"block length {length} but {left} bytes follow", path=path)
+        body = c.stream_read(stream, length, path)
+        base = getattr(stream, "base", 0) + start
+        sub = TrackedStream(body, base=base, probe=getattr(stream, "probe", None))
+        return self.subcon._parsereport(sub, context, path)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        body = io.BytesIO()
+        self.subcon._build(obj, body, context, path)
+        data = body.getvalue()
+        I32._build(len(data), stream, context, path)
+        c.stream_write(stream, data, len(data), path)
+        return obj
+
+    def _emitbuild(self, code: Any) -> str:
+        fname = f"build_block_{code.allocateId()}"
+        code.append(f"""
+            def {fname}(obj, io, this):
+                outer = io
+                io = BytesIO()
+                {self.subcon._compilebuild(code)}
+                data = io.getvalue()
+                outer.write(struct.pack({I32.fmtstr!r}, len(data)))
+                outer.write(data)
+                return obj
+        """)
+        return f"{fname}(obj, io, this)"
+
+
+def _field_of(path: str | None) -> str:
+    """'(parsing) -> ep_set -> slots -> fqdn' -> 'ep_set.slots.fqdn'."""
+    return ".".join(p for p in (path or "").split(" -> ") if p and not p.startswith("("))
+
+
+def parse_checked(layout: c.Construct, data: bytes) -> Any:
+    """Parse untrusted bytes: the layout must cover ``data`` exactly.
+
+    Raises DecodeError (field, offset) for anything construct or a layout rule rejects;
+    IncompatibleVersionError passes through from the version fields.
+    """
+    stream = TrackedStream(data)
+    try:
+        value = layout.parse_stream(stream)
+    except c.ConstructError as e:
+        reason = str(e).removeprefix(f"Error in path {e.path}\n")
+        raise DecodeError(reason, field=_field_of(e.path), offset=stream.probe[0]) from e
+    end = stream.tell()
+    if end != len(data):
+        raise DecodeError(f"{len(data) - end} trailing bytes after the value", offset=end)
+    return value
+
+
+@functools.cache
+def compiled_builder(layout: c.Construct) -> Any:
+    """The compiled form of a layout, for encoding trusted records (compiled once)."""
+    return layout.compile()
