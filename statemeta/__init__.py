@@ -1,3 +1,72 @@
-"""statemeta: a formally checked reference model of TDengine's stream-task meta (streamMeta.c)."""
+"""statemeta: a formally checked reference model of TDengine's stream-task meta (streamMeta.c).
+
+The public API, by layer (imports only point down):
+
+- the meta: ``StreamMeta`` (sans-IO core; ``StreamMeta.open(path, vg_id, ...)``),
+  ``ThreadSafeStreamMeta`` (reader-writer-locked facade), ``VirtualClock`` / ``RealClock``,
+  ``TaskHandle`` (what ``acquire`` returns), ``LoadReport``, ``DropResult``, ``MetaView``;
+- the machines: ``TaskLifecycle`` with ``TaskStatus``, ``TaskEvent``, ``Outcome`` and
+  ``StatusChange``; ``RoleMachine`` with ``Role`` and ``RoleEvent``; the predicates
+  ``should_stop``, ``should_pause``, ``ready_to_run``;
+- the records: ``StreamTask`` and ``TaskId`` (their byte layouts are in ``statemeta.codec``);
+- the checks: ``check_invariants`` and ``InvariantViolation``;
+- every exception class is in ``statemeta.errors``; the stores are in ``statemeta.store``.
+"""
+
+from statemeta.codec import StreamTask, TaskId
+from statemeta.errors import InvariantViolation, StatemetaError
+from statemeta.invariants import check_invariants
+from statemeta.lifecycle import (
+    Outcome,
+    StatusChange,
+    TaskEvent,
+    TaskLifecycle,
+    TaskStatus,
+    TransitionRow,
+    ready_to_run,
+    should_pause,
+    should_stop,
+)
+from statemeta.meta import (
+    DropResult,
+    LoadReport,
+    MetaView,
+    RealClock,
+    StreamMeta,
+    TaskHandle,
+    VirtualClock,
+)
+from statemeta.meta.facade import ThreadSafeStreamMeta
+from statemeta.roles import Role, RoleEvent, RoleMachine, RoleRow
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "DropResult",
+    "InvariantViolation",
+    "LoadReport",
+    "MetaView",
+    "Outcome",
+    "RealClock",
+    "Role",
+    "RoleEvent",
+    "RoleMachine",
+    "RoleRow",
+    "StatemetaError",
+    "StatusChange",
+    "StreamMeta",
+    "StreamTask",
+    "TaskEvent",
+    "TaskHandle",
+    "TaskId",
+    "TaskLifecycle",
+    "TaskStatus",
+    "ThreadSafeStreamMeta",
+    "TransitionRow",
+    "VirtualClock",
+    "__version__",
+    "check_invariants",
+    "ready_to_run",
+    "should_pause",
+    "should_stop",
+]

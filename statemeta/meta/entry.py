@@ -1,0 +1,61 @@
+"""A registered task as the meta holds it: the persisted record plus the runtime state.
+
+The record (``StreamTask``) is what task.db stores; everything else here lives only in memory
+and starts afresh on every register or load, as ``streamTaskInit`` does in TDengine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from statemeta.codec import StreamTask, TaskId
+from statemeta.lifecycle import TaskLifecycle
+from statemeta.meta.clock import Timer
+
+ExpandHook = Callable[[StreamTask, int], StreamTask]
+"""The meta's ``expandFunc``: the record to keep and store for a task registered (or loaded)
+at version ``ver``. It may raise; the registration (or load) then changes nothing."""
+
+
+def expand_task(task: StreamTask, ver: int) -> StreamTask:
+    """streamTaskInit's effect on the record: checkpointVer = ver - 1.
+
+    Loading passes ver = checkpointVer + 1, so a loaded record is kept as stored.
+    """
+    if task.checkpoint_ver == ver - 1:
+        return task
+    return attrs.evolve(task, checkpoint_ver=ver - 1)
+
+
+@attrs.define(slots=True, eq=False)
+class TaskEntry:
+    """One task in the meta's map (and, once removed while still acquired, a detached one)."""
+
+    id: TaskId
+    task: StreamTask
+    lifecycle: TaskLifecycle
+    incarnation: int
+    """Which registration or load made this entry; a TaskHandle names it."""
+    next_process_ver: int
+    """chkInfo.nextProcessVer (processedVer is one less), set from ``ver`` by streamTaskInit."""
+    refcount: int = 1
+    """refCnt: 1 for the meta, 1 while the trigger timer holds the task, 1 per acquire."""
+    acquires: int = 0
+    """Outstanding acquires (handles not yet released)."""
+    trigger_held: bool = False
+    """The trigger timer's reference (triggerParam != 0 and not fill-history)."""
+    trigger_timer: Timer | None = None
+    """The armed trigger timer; its chain ends when the task stops or pauses (the ref stays)."""
+    downstream_ready: bool = False
+    timer_active: int = 0
+    """status.timerActive: task timers armed and not yet ended."""
+    task_timers: list[Timer] = attrs.field(factory=list)
+    drop_pending: bool = False
+    """Unregistered while a timer was active: removed when the last timer ends."""
+    checkpointing_id: int = 0
+    checkpoint_trans_id: int = 0
+    failed_checkpoint_id: int = 0
+    update_nodes: list[int] = attrs.field(factory=list)
+    """outputInfo.pDownstreamUpdateList: node ids the next heartbeat reports."""

@@ -1,0 +1,126 @@
+"""The meta's heartbeat to the mnode (metaHbToMnode / metaHeartbeatToMnodeImpl).
+
+A leader's meta runs one timer chain: a tick every ``META_HB_CHECK_INTERVAL`` ms, and one
+message every ``META_HB_SEND_IDLE_COUNTER`` ticks (5 s). The seed starts one more chain on
+every leader election; here a meta has at most one chain (DESIGN §4 point 8): starting a chain
+that runs is a no-op, and the chain stops as soon as the meta stops being leader.
+
+The message lists the tasks in list order, fill-history tasks left out, each with its status,
+the meta's stage and its checkpoint state; the node ids the tasks queued for update are moved
+into it without duplicates. No task to report, no message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+import attrs
+
+from statemeta.codec import EpSet, HbMsg, TaskLevel, TaskStatusEntry
+from statemeta.meta.clock import Clock, Timer
+from statemeta.meta.entry import TaskEntry
+
+META_HB_CHECK_INTERVAL = 200
+"""ms between two ticks of the chain."""
+META_HB_SEND_IDLE_COUNTER = 25
+"""ticks per message: one heartbeat per 5 s."""
+
+
+class HeartbeatTransport(Protocol):
+    """Sends an encoded heartbeat to the mnode (tmsgSendReq of TDMT_MND_STREAM_HEARTBEAT)."""
+
+    def __call__(self, mnode_ep_set: EpSet, payload: bytes) -> None: ...
+
+
+def build_hb_msg(
+    vg_id: int, stage: int, entries: Iterable[TaskEntry]
+) -> tuple[HbMsg, EpSet] | None:
+    """The message for ``entries`` (in list order) and where to send it, or None if empty.
+
+    Takes each reported task's queued update nodes (its list is emptied). The model has no
+    input queue, token bucket or WAL reader: queue and sink figures are 0.0, and a source
+    task reports processedVer = nextProcessVer - 1 with an empty WAL range (0, 0).
+    """
+    statuses: list[TaskStatusEntry] = []
+    update_nodes: list[int] = []
+    seen_nodes: set[int] = set()
+    ep_set: EpSet | None = None
+    for entry in entries:
+        task = entry.task
+        if task.fill_history:
+            continue
+        failed = 0
+        active = entry.checkpointing_id
+        trans_id = 0
+        if active != 0:
+            failed = int(entry.failed_checkpoint_id >= active)
+            trans_id = entry.checkpoint_trans_id
+        processed_ver = (
+            entry.next_process_ver - 1 if task.task_level == TaskLevel.SOURCE else 0
+        )
+        statuses.append(
+            TaskStatusEntry(
+                stream_id=task.stream_id,
+                task_id=task.task_id,
+                status=int(entry.lifecycle.status),
+                stage=stage,
+                node_id=vg_id,
+                processed_ver=processed_ver,
+                active_checkpoint_id=active,
+                checkpoint_failed=failed,
+                checkpoint_trans_id=trans_id,
+            )
+        )
+        for node in entry.update_nodes:
+            if node not in seen_nodes:
+                seen_nodes.add(node)
+                update_nodes.append(node)
+        entry.update_nodes.clear()
+        if ep_set is None:
+            ep_set = task.mnode_ep_set
+    if ep_set is None:
+        return None
+    return HbMsg(vg_id=vg_id, entries=tuple(statuses), update_nodes=tuple(update_nodes)), ep_set
+
+
+@attrs.define(slots=True, eq=False)
+class HeartbeatChain:
+    """The one timer chain of a meta: ticks while ``is_leader()``, calls ``send`` every 25 ticks."""
+
+    clock: Clock
+    is_leader: Callable[[], bool]
+    send: Callable[[], None]
+    tick_counter: int = 0
+    started_ms: int = 0
+    """hbStart: when the running chain first ticked as leader; 0 when not running."""
+    _timer: Timer | None = None
+
+    @property
+    def armed(self) -> bool:
+        return self._timer is not None
+
+    def start(self) -> None:
+        """Arms a new chain (tick counter from 0) unless one runs already."""
+        if self._timer is None:
+            self.tick_counter = 0
+            self._timer = self.clock.call_later(META_HB_CHECK_INTERVAL, self._tick)
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.started_ms = 0
+
+    def _tick(self) -> None:
+        self._timer = None
+        if not self.is_leader():
+            self.started_ms = 0
+            return
+        if self.started_ms == 0:
+            self.started_ms = self.clock.now_ms()
+        self.tick_counter += 1
+        self._timer = self.clock.call_later(META_HB_CHECK_INTERVAL, self._tick)
+        if self.tick_counter >= META_HB_SEND_IDLE_COUNTER:
+            self.tick_counter = 0
+            self.send()  # after re-arming: a failing transport does not end the chain
