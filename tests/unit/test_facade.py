@@ -110,3 +110,23 @@ def test_waiting_writer_goes_before_new_readers() -> None:
     writer.join(5)
     reader.join(5)
     assert order == ["w", "r"]
+
+
+def test_real_clock_timers_fire_under_the_lock_and_finish_a_deferred_drop(tmp_path: Path) -> None:
+    """The live path: RealClock timer threads run the meta's callbacks through the facade."""
+    import time
+
+    meta = ThreadSafeStreamMeta.open(tmp_path, 7, store_factory=lmdb_factory,
+                                     check_invariants=True)
+    try:
+        assert meta.register(task(1), 5)
+        meta.start_task_timer(0x10, 1, delay_ms=30)
+        assert meta.unregister(0x10, 1).name == "DEFERRED"  # the timer is still active
+        assert [t.task_id for t in meta.task_ids()] == [1]
+        deadline = time.monotonic() + 5.0
+        while meta.task_ids() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert meta.task_ids() == ()  # removed by the timer thread when its timer ended
+        invariants.check_invariants(meta.core)
+    finally:
+        meta.close()
