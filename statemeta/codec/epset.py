@@ -23,6 +23,7 @@ from statemeta.codec.primitives import (
     U16,
     Adapter,
     CStrWithLen,
+    FixedRun,
     LayoutError,
     Record,
 )
@@ -78,11 +79,13 @@ class _Fqdn(Adapter):
         return obj.encode().ljust(TSDB_FQDN_LEN, b"\0") + bytes([context.port & 0xFF])
 
 
-EP = Record(Ep, c.Struct("port" / U16, "fqdn" / _Fqdn(CStrWithLen(TSDB_FQDN_LEN))))
+EP = Record(Ep, c.Struct(FixedRun("port" / U16, "fqdn" / _Fqdn(CStrWithLen(TSDB_FQDN_LEN)))))
 
 
 class _EpSet(Adapter):
     """numOfEps used endpoints, then zero slots up to TSDB_MAX_REPLICA."""
+
+    reads_context = False
 
     def _decode(self, obj: Any, context: Any, path: str) -> EpSet:
         n = obj.num_of_eps
@@ -117,11 +120,9 @@ class EpInfo:
 EP_INFO = Record(
     EpInfo,
     c.Struct(
-        "task_id" / I32,
-        "node_id" / I32,
-        "child_id" / I32,
+        FixedRun("task_id" / I32, "node_id" / I32, "child_id" / I32),
         "ep_set" / EP_SET,
-        "stage" / I64,
+        FixedRun("stage" / I64),
     ),
 )
 EP_INFO_SIZE: int = EP_INFO.sizeof()

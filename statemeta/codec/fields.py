@@ -32,7 +32,8 @@ class IntRange:
             _reject(inst, attribute, value, f"expected {kind}{self.bits} in [{low}, {high}]")
 
 
-def _double(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def c_double(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Validator: an IEEE-754 double (an int is accepted as the float it equals)."""
     if not isinstance(value, int | float):
         _reject(inst, attribute, value, "expected a float")
 
@@ -58,7 +59,7 @@ def required_int(bits: int) -> Any:
 
 def double_field(default: float = 0.0) -> Any:
     """An IEEE-754 double field."""
-    return attrs.field(default=default, validator=_double)
+    return attrs.field(default=default, validator=c_double)
 
 
 def c_string_field(default: str = "") -> Any:

@@ -17,6 +17,7 @@ from statemeta.codec.primitives import (
     Block,
     Counted,
     Double,
+    FixedRun,
     Record,
     compiled_builder,
     parse_checked,
@@ -58,21 +59,23 @@ class HbMsg:
 TASK_STATUS_ENTRY = Record(
     TaskStatusEntry,
     c.Struct(
-        "stream_id" / I64,
-        "task_id" / I32,
-        "status" / I32,
-        "stage" / I64,
-        "node_id" / I32,
-        "input_q_used" / Double,
-        "input_rate" / Double,
-        "sink_quota" / Double,
-        "sink_data_size" / Double,
-        "processed_ver" / I64,
-        "ver_start" / I64,
-        "ver_end" / I64,
-        "active_checkpoint_id" / I64,
-        "checkpoint_failed" / I8,
-        "checkpoint_trans_id" / I32,
+        FixedRun(
+            "stream_id" / I64,
+            "task_id" / I32,
+            "status" / I32,
+            "stage" / I64,
+            "node_id" / I32,
+            "input_q_used" / Double,
+            "input_rate" / Double,
+            "sink_quota" / Double,
+            "sink_data_size" / Double,
+            "processed_ver" / I64,
+            "ver_start" / I64,
+            "ver_end" / I64,
+            "active_checkpoint_id" / I64,
+            "checkpoint_failed" / I8,
+            "checkpoint_trans_id" / I32,
+        )
     ),
 )
 TASK_STATUS_ENTRY_SIZE: int = TASK_STATUS_ENTRY.sizeof()
@@ -81,7 +84,7 @@ HB_MSG = Block(
     Record(
         HbMsg,
         c.Struct(
-            "vg_id" / I32,
+            FixedRun("vg_id" / I32),
             "entries" / Counted(TASK_STATUS_ENTRY),
             "update_nodes" / Counted(I32),
         ),

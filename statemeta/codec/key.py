@@ -10,7 +10,14 @@ import attrs
 import construct as c
 
 from statemeta.codec.fields import required_int
-from statemeta.codec.primitives import I32, I64, Record, compiled_builder, parse_checked
+from statemeta.codec.primitives import (
+    I32,
+    I64,
+    FixedRun,
+    Record,
+    compiled_builder,
+    parse_checked,
+)
 from statemeta.errors import DecodeError, KeyLengthError
 
 STREAM_TASK_KEY_LEN = 16
@@ -31,7 +38,7 @@ class TaskId:
 NO_RELATED_TASK = TaskId(0, 0)
 """hTaskInfo.id when a stream task has no fill-history task (HAS_RELATED_FILLHISTORY_TASK)."""
 
-TASK_ID = Record(TaskId, c.Struct("stream_id" / I64, "task_id" / I32))
+TASK_ID = Record(TaskId, c.Struct(FixedRun("stream_id" / I64, "task_id" / I32)))
 """A task id inside encoder streams: I64 streamId, I32 taskId (narrowed from int64)."""
 
 TASK_KEY = c.Struct("stream_id" / I64, "task_id" / I64)

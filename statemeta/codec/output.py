@@ -21,6 +21,7 @@ from statemeta.codec.primitives import (
     I64,
     U32,
     CStr,
+    FixedRun,
     I16v,
     I32v,
     Record,
@@ -140,11 +141,9 @@ OUTPUT_RECORDS: tuple[type, ...] = (
 VGROUP_INFO = Record(
     VgroupInfo,
     c.Struct(
-        "vg_id" / I32,
-        "hash_begin" / U32,
-        "hash_end" / U32,
+        FixedRun("vg_id" / I32, "hash_begin" / U32, "hash_end" / U32),
         "ep_set" / EP_SET,
-        "task_id" / I32,
+        FixedRun("task_id" / I32),
     ),
 )
 
@@ -152,21 +151,17 @@ USE_DB_RSP = Record(
     UseDbRsp,
     c.Struct(
         "db" / CStr,
-        "uid" / I64,
-        "vg_version" / I32,
+        FixedRun("uid" / I64, "vg_version" / I32),
         "vg_num" / c.Rebuild(I32, c.len_(c.this.vgroups)),
-        "hash_prefix" / I16,
-        "hash_suffix" / I16,
-        "hash_method" / I8,
+        FixedRun("hash_prefix" / I16, "hash_suffix" / I16, "hash_method" / I8),
         "vgroups" / TupleOf(c.Array(c.this.vg_num, VGROUP_INFO)),
-        "err_code" / I32,
-        "state_ts" / I64,
+        FixedRun("err_code" / I32, "state_ts" / I64),
     ),
 )
 
 SCHEMA = Record(
     Schema,
-    c.Struct("type" / I8, "flags" / I8, "bytes" / I32v, "col_id" / I16v, "name" / CStr),
+    c.Struct(FixedRun("type" / I8, "flags" / I8), "bytes" / I32v, "col_id" / I16v, "name" / CStr),
 )
 
 SCHEMA_WRAPPER = Record(
@@ -180,15 +175,15 @@ SCHEMA_WRAPPER = Record(
 
 OUTPUT_LAYOUTS: dict[int, c.Construct] = {
     OutputType.FIXED_DISPATCH: Record(
-        FixedDispatch, c.Struct("task_id" / I32, "node_id" / I32, "ep_set" / EP_SET)
+        FixedDispatch, c.Struct(FixedRun("task_id" / I32, "node_id" / I32), "ep_set" / EP_SET)
     ),
     OutputType.SHUFFLE_DISPATCH: Record(
         ShuffleDispatch, c.Struct("db_info" / USE_DB_RSP, "stb_full_name" / CStr)
     ),
     OutputType.TABLE: Record(
         TableOutput,
-        c.Struct("stb_uid" / I64, "stb_full_name" / CStr, "schema" / SCHEMA_WRAPPER),
+        c.Struct(FixedRun("stb_uid" / I64), "stb_full_name" / CStr, "schema" / SCHEMA_WRAPPER),
     ),
-    OutputType.SMA: Record(SmaOutput, c.Struct("sma_id" / I64)),
-    OutputType.FETCH: Record(FetchOutput, c.Struct("reserved" / I8)),
+    OutputType.SMA: Record(SmaOutput, c.Struct(FixedRun("sma_id" / I64))),
+    OutputType.FETCH: Record(FetchOutput, c.Struct(FixedRun("reserved" / I8))),
 }

@@ -10,6 +10,11 @@ two ways:
 - **compiled** (``compiled_builder``): construct's compiler for encoding trusted records. The
   adapters here emit code for the compiler so whole layouts stay compiled.
 
+Speed comes from ``FixedRun`` (consecutive fixed-width fields declared together, read and
+written with one ``struct.Struct``) and from ``Record`` handling its fields itself: it builds a
+construct context only when its fields need one, and on decode it skips the attrs validators
+that the wire format already guarantees (an I32 field always fits ``IntRange(32)``).
+
 The decoders are strict where TDengine's are lax, so that only canonical bytes decode and
 ``encode(decode(b)) == b``: varints must be minimal and fit their width, a block length must
 fit in the buffer, strings must be NUL-terminated UTF-8 without inner NULs.
@@ -19,11 +24,14 @@ from __future__ import annotations
 
 import functools
 import io
+import struct
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 import construct as c
 
+from statemeta.codec.fields import IntRange, c_double
 from statemeta.errors import DecodeError, InvalidRecordError
 
 # -- fixed-width little-endian scalars (tPut in host order: little-endian) -------------------
@@ -135,36 +143,258 @@ class TupleOf(Adapter):
         return obj
 
 
-class Record(Adapter):
+def _context(parent: Any, stream: Any, *, building: bool) -> c.Container:
+    """A construct context for the fields of one record (what a Struct would make)."""
+    context = c.Container(
+        _=parent,
+        _params=parent["_params"],
+        _root=None,
+        _parsing=not building,
+        _building=building,
+        _sizing=False,
+        _subcons=None,
+        _io=stream,
+        _index=parent.get("_index", None),
+    )
+    context._root = parent.get("_root", context)
+    return context
+
+
+_INT_FORMATS = {
+    "b": IntRange(8),
+    "B": IntRange(8, False),
+    "h": IntRange(16),
+    "H": IntRange(16, False),
+    "l": IntRange(32),
+    "L": IntRange(32, False),
+    "q": IntRange(64),
+    "Q": IntRange(64, False),
+}
+"""The validator that a struct integer format guarantees for the value it decodes."""
+
+Decode = Callable[[Any, Any, str], Any]
+Encode = Callable[[Any, Any, str], Any]
+
+
+def _run_member(sc: c.Construct) -> tuple[str, Decode | None, Encode | None]:
+    """(struct format, decode, encode) of a FixedRun member; None where the value is as packed."""
+    if isinstance(sc, c.Renamed):
+        return _run_member(sc.subcon)
+    if isinstance(sc, c.FormatField):
+        return sc.fmtstr.lstrip("<"), None, None
+    if isinstance(sc, CStrWithLen):
+        prefix = sc.prefix
+
+        def unprefix(raw: bytes, context: Any, path: str) -> bytes:
+            if not raw.startswith(prefix):
+                raise LayoutError("bad binary length", path=path)
+            return raw[len(prefix) :]
+
+        return f"{len(prefix) + sc.length}s", unprefix, lambda obj, context, path: prefix + obj
+    if isinstance(sc, c.Adapter):
+        fmt, inner_decode, inner_encode = _run_member(sc.subcon)
+
+        def decode(raw: Any, context: Any, path: str) -> Any:
+            value = inner_decode(raw, context, path) if inner_decode else raw
+            return sc._decode(value, context, path)
+
+        def encode(obj: Any, context: Any, path: str) -> Any:
+            value = sc._encode(obj, context, path)
+            return inner_encode(value, context, path) if inner_encode else value
+
+        return fmt, decode, encode
+    raise TypeError(f"{sc} is not a fixed-width field")
+
+
+class FixedRun(c.Construct):  # type: ignore[misc]
+    """Consecutive fixed-width fields, read and written with one ``struct.Struct``.
+
+    Members are named integer/float fields, ``CStrWithLen`` and adapters over either. A run
+    sits nameless in a Record's Struct: its members are fields of the record. The parse reads
+    the whole run at once; if anything in it is wrong (too short, a bad binary length, an
+    adapter's rule) it re-reads the run field by field, so the error names the exact field and
+    offset as the field-by-field layout would.
+    """
+
+    def __init__(self, *members: c.Construct) -> None:
+        super().__init__()
+        self.members = members
+        self.names: tuple[str, ...] = tuple(sc.name for sc in members)
+        parts = [_run_member(sc) for sc in members]
+        self.packer = struct.Struct("<" + "".join(fmt for fmt, _, _ in parts))
+        self.converted = tuple(
+            (i, sc.name, decode, encode)
+            for i, (sc, (_, decode, encode)) in enumerate(zip(members, parts, strict=True))
+            if decode is not None and encode is not None
+        )
+        self.guaranteed = {
+            sc.name: fmt for sc, (fmt, decode, _) in zip(members, parts, strict=True) if not decode
+        }
+
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        start = stream.tell()
+        data = stream.read(self.packer.size)
+        if len(data) == self.packer.size:
+            values = dict(zip(self.names, self.packer.unpack(data), strict=True))
+            if not self.converted:
+                return values
+            local = c.Container(values)
+            try:
+                for _, name, decode, _ in self.converted:
+                    local[name] = decode(local[name], local, path)
+            except c.ConstructError:
+                pass
+            else:
+                return local
+        stream.seek(start)
+        local = c.Container()
+        for sc in self.members:
+            local[sc.name] = sc._parsereport(stream, local, path)
+        return local
+
+    def pack(self, source: Any) -> bytes:
+        """The run's bytes from an object with the members as attributes (None if missing)."""
+        values = [getattr(source, name, None) for name in self.names]
+        for i, _, _, encode in self.converted:
+            values[i] = encode(values[i], source, "")
+        return self.packer.pack(*values)
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        data = self.pack(obj)
+        c.stream_write(stream, data, len(data), path)
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return self.packer.size
+
+    def _emitbuild(self, code: Any) -> str:
+        """Build from ``obj``, a record: one pack call, converted members through their encode."""
+        packer = f"run_packer_{code.allocateId()}"
+        code.append(f"{packer} = struct.Struct({self.packer.format!r})")
+        args = [f"obj.{name}" for name in self.names]
+        if self.converted:
+            self._compileinstance(code)
+        for k, (i, name, _, _) in enumerate(self.converted):
+            encode = f"linkedinstances[{id(self)}].converted[{k}][3]"
+            args[i] = f"{encode}(getattr(obj, {name!r}, None), obj, '')"
+        return f"io.write({packer}.pack({', '.join(args)}))"
+
+
+class Record(c.Subconstruct):  # type: ignore[misc]
     """A ``Struct`` whose value is an attrs record of the same field names.
 
     Struct fields that are not attributes of the record (a version, a count) build from their
     own rule (``Const``, ``Rebuild``); record properties (a derived type) are encoded too.
+    A context (``this``) is made only when a field is not a FixedRun, a Record or a piece that
+    reads no context (``reads_context = False``). Decoding sets the fields directly and runs
+    only the validators that the field's struct format does not already guarantee.
     """
+
+    reads_context = False
 
     def __init__(self, record: type, struct: c.Struct) -> None:
         super().__init__(struct)
         self.record = record
+        self.fields = struct.subcons
+        self.runs = {id(sc) for sc in struct.subcons if isinstance(sc, FixedRun)}
         self.init_names = tuple(a.name for a in attrs.fields(record))
-        self.build_names = tuple(
-            sc.name for sc in struct.subcons if sc.name and hasattr(record, sc.name)
+        names = [n for sc in self.fields for n in (sc.names if id(sc) in self.runs else [sc.name])]
+        self.build_names = tuple(n for n in names if n and hasattr(record, n))
+        self.needs_context = not all(
+            id(sc) in self.runs or not getattr(c.extractfield(sc), "reads_context", True)
+            for sc in struct.subcons
+        )
+        guaranteed = {
+            name: fmt
+            for sc in self.fields
+            if isinstance(sc, FixedRun)
+            for name, fmt in sc.guaranteed.items()
+        }
+        self.checks = tuple(
+            a
+            for a in attrs.fields(record)
+            if a.validator is not None and not _implied(a.validator, guaranteed.get(a.name))
         )
 
-    def _decode(self, obj: Any, context: Any, path: str) -> Any:
+    def _parse(self, stream: Any, context: Any, path: str) -> Any:
+        values = _context(context, stream, building=False) if self.needs_context else {}
+        for sc in self.fields:
+            if id(sc) in self.runs:
+                values.update(sc._parse(stream, values, path))
+            else:
+                value = sc._parsereport(stream, values if self.needs_context else context, path)
+                if sc.name:
+                    values[sc.name] = value
+        return self._make(values, path)
+
+    def _make(self, values: Any, path: str) -> Any:
+        """The record from decoded values, without re-checking what the wire guarantees."""
+        record: Any = object.__new__(self.record)
+        for name in self.init_names:
+            object.__setattr__(record, name, values[name])
         try:
-            return self.record(**{name: obj[name] for name in self.init_names})
+            for a in self.checks:
+                a.validator(record, a, values[a.name])
         except InvalidRecordError as e:
             raise LayoutError(str(e), path=path) from e
+        return record
 
-    def _encode(self, obj: Any, context: Any, path: str) -> dict[str, Any]:
-        return {name: getattr(obj, name) for name in self.build_names}
+    def _build(self, obj: Any, stream: Any, context: Any, path: str) -> Any:
+        this = _context(context, stream, building=True)
+        for name in self.build_names:
+            this[name] = getattr(obj, name)
+        for sc in self.fields:
+            if id(sc) in self.runs:
+                sc._build(this, stream, this, path)
+            else:
+                built = sc._build(this.get(sc.name) if sc.name else None, stream, this, path)
+                if sc.name:
+                    this[sc.name] = built
+        return obj
+
+    def _sizeof(self, context: Any, path: str) -> int:
+        return sum(sc._sizeof(context, path) for sc in self.fields)
+
+    def _emitbuild(self, code: Any) -> str:
+        fname = f"build_record_{code.allocateId()}"
+        lines = [f"def {fname}(obj, io, this):", "    record = obj"]
+        if self.needs_context:
+            lines += [
+                "    this = Container(_ = this, _params = this['_params'], _root = None,"
+                " _parsing = False, _building = True, _sizing = False, _subcons = None,"
+                " _io = io, _index = this.get('_index', None))",
+                "    this['_root'] = this['_'].get('_root', this)",
+            ]
+            lines += [f"    this[{n!r}] = record.{n}" for n in self.build_names]
+        for sc in self.fields:
+            if id(sc) in self.runs:
+                lines.append(f"    obj = record; {sc._compilebuild(code)}")
+            elif sc.name:
+                source = f"record.{sc.name}" if sc.name in self.build_names else "None"
+                store = f"this[{sc.name!r}] = " if self.needs_context else ""
+                lines.append(f"    obj = {source}; {store}{sc._compilebuild(code)}")
+            else:
+                lines.append(f"    obj = None; {sc._compilebuild(code)}")
+        lines.append("    return record")
+        code.append("\n".join(lines) + "\n")
+        return f"{fname}(obj, io, this)"
+
+
+def _implied(validator: Any, fmt: str | None) -> bool:
+    """Whether every value of struct format ``fmt`` passes ``validator``."""
+    if fmt in ("d", "f"):
+        return validator is c_double
+    return fmt is not None and _INT_FORMATS.get(fmt) == validator
 
 
 class Counted(c.Subconstruct):  # type: ignore[misc]
     """An I32 count, then that many elements (taosArray loops); decoded as a tuple.
 
     The decoder rejects a negative count, or one whose elements cannot fit in the bytes left.
+    It reads no context itself (its elements are records or plain integers).
     """
+
+    reads_context = False
 
     def __init__(self, subcon: c.Construct) -> None:
         super().__init__(subcon)

@@ -38,6 +38,7 @@ from statemeta.codec.primitives import (
     Counted,
     CStr,
     CStrWithLen,
+    FixedRun,
     Record,
     Reject,
     compiled_builder,
@@ -139,28 +140,25 @@ class TaskVersion(Adapter):
 
 
 TASK_BODY = c.Struct(
-    "ver" / TaskVersion(),
-    "stream_id" / I64,
-    "task_id" / I32,
-    "total_level" / I32,
-    "task_level" / I8,
-    "output_type" / I8,
-    "msg_type" / I16,
-    "task_status" / I8,
-    "sched_status" / I8,
-    "self_child_id" / I32,
-    "node_id" / I32,
+    FixedRun(
+        "ver" / TaskVersion(),
+        "stream_id" / I64,
+        "task_id" / I32,
+        "total_level" / I32,
+        "task_level" / I8,
+        "output_type" / I8,
+        "msg_type" / I16,
+        "task_status" / I8,
+        "sched_status" / I8,
+        "self_child_id" / I32,
+        "node_id" / I32,
+    ),
     "ep_set" / EP_SET,
     "mnode_ep_set" / EP_SET,
-    "checkpoint_id" / I64,
-    "checkpoint_ver" / I64,
-    "fill_history" / I8,
+    FixedRun("checkpoint_id" / I64, "checkpoint_ver" / I64, "fill_history" / I8),
     "h_task_id" / TASK_ID,
     "stream_task_id" / TASK_ID,
-    "min_ver" / U64,
-    "max_ver" / U64,
-    "window_skey" / I64,
-    "window_ekey" / I64,
+    FixedRun("min_ver" / U64, "max_ver" / U64, "window_skey" / I64, "window_ekey" / I64),
     "upstream" / Counted(EP_INFO),
     "qmsg" / c.IfThenElse(c.this.task_level != TaskLevel.SINK.value, CStr, c.Computed("")),
     "output"
@@ -169,16 +167,16 @@ TASK_BODY = c.Struct(
         {int(kind): layout for kind, layout in OUTPUT_LAYOUTS.items()},
         default=Reject("unknown output type"),
     ),
-    "trigger_param" / I64,
-    "reserve" / CStrWithLen(TASK_RESERVE_LEN - 1),
+    FixedRun("trigger_param" / I64, "reserve" / CStrWithLen(TASK_RESERVE_LEN - 1)),
 )
 TASK_VALUE = Block(Record(StreamTask, TASK_BODY))
 
 
 def _span(struct: c.Struct, first: str, last: str) -> int:
-    """Bytes taken by the fixed-size fields ``first`` .. ``last`` of a Struct."""
-    names = [sc.name for sc in struct.subcons]
-    chosen = struct.subcons[names.index(first) : names.index(last) + 1]
+    """Bytes taken by the fixed-size fields ``first`` .. ``last`` of a Struct (runs flattened)."""
+    fields = [m for sc in struct.subcons for m in getattr(sc, "members", (sc,))]
+    names = [sc.name for sc in fields]
+    chosen = fields[names.index(first) : names.index(last) + 1]
     return sum(sc.sizeof() for sc in chosen)
 
 
