@@ -145,12 +145,13 @@ def heartbeat_chain(view: MetaView) -> None:
 
 
 def drop_pending(view: MetaView) -> None:
-    """drop-pending: a task waiting for its timers to be removed is DROPPING with a timer
-    active; no task has a negative timer count."""
+    """drop-pending: a task waiting for its timers to be removed is stopping (DROPPING, or
+    STOP which the table lets a STOP event reach from DROPPING) with a timer active; no task
+    has a negative timer count."""
     for t in view.tasks:
         if t.timer_active < 0:
             raise _fail("drop-pending", f"task {t.id}: timer_active {t.timer_active}")
-        if t.drop_pending and (t.status is not TaskStatus.DROPPING or t.timer_active == 0):
+        if t.drop_pending and (not should_stop(t.status) or t.timer_active == 0):
             raise _fail(
                 "drop-pending",
                 f"task {t.id} waits for removal in {t.status.name} with "

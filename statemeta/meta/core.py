@@ -305,6 +305,8 @@ class StreamMeta:
 
         Expands (a fill-history task at version 1), saves and commits; only then the list,
         the map and the counters change. A failure at any step changes nothing and raises.
+        A stream task naming a fill-history task this meta removed is stored with the link
+        cleared (spec/divergences.md).
         """
         tid = task.id
         if tid in self._map:
@@ -316,6 +318,9 @@ class StreamMeta:
             raise MisuseError(
                 f"the expand hook changed the id or fill-history flag of task {tid}"
             )
+        if not expanded.fill_history and expanded.h_task_id in self._removed:
+            # its fill-history task was dropped here: the link is cleared, as unregister does
+            expanded = attrs.evolve(expanded, h_task_id=NO_RELATED_TASK)
         key = encode_task_key(tid.stream_id, tid.task_id)
 
         def apply() -> None:

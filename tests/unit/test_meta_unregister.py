@@ -104,3 +104,31 @@ def test_unregister_releases_trigger_reference_and_detaches_acquired(tmp_path: P
     assert (detached.refcount, detached.acquires) == (1, 1)
     meta.release(handle)
     assert meta.view().detached == ()
+
+
+def test_stop_during_a_deferred_drop_still_removes_the_task(tmp_path: Path) -> None:
+    """Found by the explorer: STOP leaves DROPPING (a table row); the removal still happens."""
+    clock = VirtualClock()
+    meta = open_meta(tmp_path, clock=clock)  # check_invariants=True
+    meta.register(task(1), 5)
+    meta.start_task_timer(0x10, 1, 100)
+    assert meta.unregister(0x10, 1) is DropResult.DEFERRED
+    assert meta.handle_event(0x10, 1, TaskEvent.STOP) is Outcome.APPLIED
+    assert meta.status(0x10, 1) is TaskStatus.STOP
+    clock.advance(100)
+    assert meta.task_ids() == ()
+    meta.close()
+    assert committed(tmp_path) == {}
+
+
+def test_stream_task_registered_after_its_fill_history_task_was_dropped(tmp_path: Path) -> None:
+    """Found by the explorer: the link to a fill-history task removed here is cleared."""
+    stream, history = fill_history_pair()
+    meta = open_meta(tmp_path)  # check_invariants=True
+    assert meta.register(history, 5)
+    assert meta.unregister(history.stream_id, history.task_id) is DropResult.REMOVED
+    assert meta.register(stream, 5)
+    assert meta.task(stream.stream_id, stream.task_id).h_task_id == NO_RELATED_TASK
+    meta.close()
+    (value,) = committed(tmp_path).values()
+    assert decode_task(value).h_task_id == NO_RELATED_TASK
