@@ -547,7 +547,7 @@ class StreamMeta:
         rows: list[tuple[bytes, StreamTask | None]] = []
         for key, value in self._tasks.items():
             try:
-                rows.append((key, decode_task(value)))
+                rows.append((key, _decode_stored(value)))
             except (DecodeError, IncompatibleVersionError):
                 rows.append((key, None))
         return tuple(rows)
@@ -1027,6 +1027,11 @@ class _OperationClock:
 
     def call_later(self, delay_ms: int, callback: TimerCallback) -> Timer:
         return self._clock.call_later(delay_ms, self._meta._callback(callback))
+
+
+_decode_stored = functools.lru_cache(maxsize=8192)(decode_task)
+"""decode_task for the invariant checks, which decode the same stored values after every
+operation: the function is pure and its records are frozen, so a cache is safe."""
 
 
 def _check_compatible(store: Store, tasks: Table) -> None:
