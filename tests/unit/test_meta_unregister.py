@@ -132,3 +132,24 @@ def test_stream_task_registered_after_its_fill_history_task_was_dropped(tmp_path
     meta.close()
     (value,) = committed(tmp_path).values()
     assert decode_task(value).h_task_id == NO_RELATED_TASK
+
+
+def test_failed_deferred_removal_leaves_a_dropping_task_that_unregister_removes(
+    tmp_path: Path,
+) -> None:
+    """Found by the property suite: the timer's removal fails to commit; nothing is lost."""
+    clock = VirtualClock()
+    meta = open_meta(tmp_path, clock=clock, store_factory=faulty_factory)
+    store = meta.store
+    assert isinstance(store, FaultyStore)
+    meta.register(task(1), 5)
+    meta.start_task_timer(0x10, 1, 100)
+    assert meta.unregister(0x10, 1) is DropResult.DEFERRED
+    store.fail_next("commit")
+    with pytest.raises(StoreFault):
+        clock.advance(100)
+    assert meta.status(0x10, 1) is TaskStatus.DROPPING
+    assert not meta.view().tasks[0].drop_pending
+    assert meta.unregister(0x10, 1) is DropResult.REMOVED
+    meta.close()
+    assert committed(tmp_path) == {}
