@@ -1,0 +1,41 @@
+"""The Adapter protocol: how the harness drives one implementation of the stream meta.
+
+An adapter is the reference in-process (ReferenceAdapter), another Python implementation, or a
+child process speaking docs/harness-protocol.md (SubprocessAdapter). Results and views are
+plain JSON values shaped as statemeta.harness.normalize makes them.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from statemeta.harness.normalize import Json
+from statemeta.harness.operations import Op
+
+__all__ = ["PROTOCOL_VERSION", "Adapter"]
+
+PROTOCOL_VERSION = 1
+
+
+class Adapter(Protocol):
+    """One implementation under the harness's control."""
+
+    def hello(self) -> dict[str, Json]:
+        """``{"protocol": 1, "name": str, "levels": [supported levels]}``."""
+        ...
+
+    def start(self, level: int) -> None:
+        """A fresh, empty instance at ``level`` (new directory or memory); ends any previous."""
+        ...
+
+    def call(self, op: Op) -> dict[str, Json]:
+        """Run ``op``: ``{"ok": value}`` or ``{"error": class name}`` (+ ``"heartbeats"``)."""
+        ...
+
+    def view(self) -> dict[str, Json]:
+        """Everything observable at the adapter's level, as JSON."""
+        ...
+
+    def stop(self) -> None:
+        """End the instance; always safe, also when none was started."""
+        ...

@@ -1,0 +1,393 @@
+"""The Hypothesis state machine built from OP_SPECS: one rule per operation of a level.
+
+The machine drives a reference adapter (the reference, or a broken variant in its place) and,
+in differential mode, a system under test (any Adapter) with the same operations. After every
+step:
+
+- the reference's own check mode has run the whole invariant catalogue of spec/invariants.md
+  after the operation and after every timer callback (an InvariantViolation propagates);
+- the **durable model**, kept here from the operations' results and not by the code under test,
+  must equal the store's committed records (memory backend: every step; LMDB: at each reopen),
+  and a reopen must satisfy the ``reopen`` invariant;
+- in differential mode (``compare_step``): the results are equal, the SUT's JSON view keeps the
+  view invariants, and the two views are equal. A failure is a ``Divergence``.
+
+``build_machine`` makes the class; ``steps`` of the last example run are kept on the class
+(``last_steps``), so a caller can read the length of the shrunk counterexample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import attrs
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
+
+from statemeta.codec import (
+    NO_RELATED_TASK,
+    StreamTask,
+    TaskId,
+    decode_task_key,
+    encode_task_key,
+)
+from statemeta.errors import InvariantViolation
+from statemeta.harness.adapter import Adapter
+from statemeta.harness.normalize import Json, check_view_invariants
+from statemeta.harness.operations import (
+    REGISTER_VER,
+    TASK_POOL,
+    JsonScalar,
+    Op,
+    OpSpec,
+    ops_at,
+)
+from statemeta.harness.reference import ReferenceAdapter, saved_record
+from statemeta.invariants import reopen
+from statemeta.lifecycle import TaskEvent, TaskStatus, should_stop, transition_row
+
+__all__ = ["Divergence", "DurableModel", "Step", "build_machine", "compare_step"]
+
+Step = tuple[Op, dict[str, Json], dict[str, Json] | None]
+"""One step run: the op, the reference's result, the SUT's result (None without a SUT)."""
+
+_REOPENS = frozenset({"close_reopen", "crash_reopen"})
+_RECORDS = {s.id: s.record for s in TASK_POOL}
+
+
+class Divergence(AssertionError):
+    """The SUT differs from the reference (or breaks an invariant, or loses a commit)."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind} divergence: {detail}")
+        self.kind = kind
+        """One of result, view, invariant, durable."""
+        self.detail = detail
+        self.steps: list[Step] = []
+        self.reference_view: dict[str, Json] | None = None
+        self.sut_view: dict[str, Json] | None = None
+
+
+def _view_diff(ref: Json, sut: Json, where: str = "view") -> str:
+    """The first place two JSON values differ, as a path and both values."""
+    if isinstance(ref, dict) and isinstance(sut, dict):
+        for key in sorted(set(ref) | set(sut)):
+            if ref.get(key, ...) != sut.get(key, ...):
+                return _view_diff(ref.get(key, "<missing>"), sut.get(key, "<missing>"),
+                                  f"{where}.{key}")
+    if isinstance(ref, list) and isinstance(sut, list) and len(ref) == len(sut):
+        for i, (r, s) in enumerate(zip(ref, sut, strict=True)):
+            if r != s:
+                return _view_diff(r, s, f"{where}[{i}]")
+    return f"{where}: reference {ref!r}, sut {sut!r}"
+
+
+def compare_step(
+    op: Op,
+    ref_result: dict[str, Json],
+    sut_result: dict[str, Json],
+    ref_view: dict[str, Json],
+    sut_view: dict[str, Json],
+) -> None:
+    """The differential check of one step (the machine's and ``statemeta replay``'s)."""
+    if ref_result != sut_result:
+        raise Divergence("result", f"{op!r}: reference {ref_result}, sut {sut_result}")
+    try:
+        check_view_invariants(sut_view)
+    except InvariantViolation as e:
+        raise Divergence("invariant", f"after {op!r}: {e}") from e
+    if ref_view != sut_view:
+        raise Divergence("view", f"after {op!r}: {_view_diff(ref_view, sut_view)}")
+
+
+def _tid(obj: Json) -> TaskId:
+    return TaskId(obj[0], obj[1])
+
+
+@attrs.define
+class DurableModel:
+    """What must be committed, from the operations' results alone (not from the store).
+
+    ``pending`` holds the records save_task wrote since the last commit; any committing
+    operation makes them durable, a failed one, a close or a crash throws them away.
+    """
+
+    committed: dict[TaskId, StreamTask] = attrs.field(factory=dict)
+    pending: dict[TaskId, StreamTask] = attrs.field(factory=dict)
+    removed: set[TaskId] = attrs.field(factory=set)
+    """Ids removed since the meta opened and not registered since: a stream task registered
+    naming one is stored with the link cleared."""
+
+    def record(self, tid: TaskId) -> StreamTask:
+        """The record the meta holds for a mapped task."""
+        return self.pending.get(tid) or self.committed[tid]
+
+    def commit(self) -> None:
+        self.committed.update(self.pending)
+        self.pending.clear()
+
+    def remove(self, tid: TaskId, mapped: set[TaskId]) -> None:
+        """A committed removal; a fill-history task's stream task loses its related id."""
+        record = self.record(tid)
+        stream = record.stream_task_id
+        cleared = None
+        if record.fill_history and stream in mapped and self.record(stream).h_task_id == tid:
+            cleared = attrs.evolve(self.record(stream), h_task_id=NO_RELATED_TASK)
+        self.commit()
+        del self.committed[tid]
+        self.removed.add(tid)
+        if cleared is not None:
+            self.committed[stream] = cleared
+
+    def apply_load(self, report: dict[str, Json]) -> None:
+        removed = [_tid(i) for i in report["removed"]]
+        cleared = {
+            tid: attrs.evolve(self.record(tid), h_task_id=NO_RELATED_TASK)
+            for tid in map(_tid, report["cleared"])
+        }
+        if removed or cleared:
+            self.commit()
+        for tid in removed:
+            del self.committed[tid]
+        self.removed.update(removed)
+        self.committed.update(cleared)
+
+    def step(
+        self, op: Op, result: dict[str, Json], before: dict[str, Json], after: dict[str, Json]
+    ) -> None:
+        """Follow one operation of the reference, given its views before and after."""
+        mapped = {_tid(t["id"]): t for t in before.get("tasks", ())}
+        ok = "ok" in result
+        if op.name in _REOPENS:
+            self.pending.clear()
+            self.removed.clear()
+            if ok:
+                self.apply_load(result["ok"])
+            return
+        now = {_tid(i) for i in after.get("ids", ())}
+        for tid in mapped.keys() - now:  # unregister, or a deferred removal at a timer's end
+            self.remove(tid, set(mapped))
+        if not ok:
+            if result["error"] == "StoreFault" and op.name != "save_task":
+                self.pending.clear()  # a committing operation failed: rolled back
+            return
+        value = result["ok"]
+        if op.name == "register" and value is True:
+            tid = _slot_id(op)
+            record = _expanded(_RECORDS[tid])
+            if not record.fill_history and record.h_task_id in self.removed:
+                record = attrs.evolve(record, h_task_id=NO_RELATED_TASK)
+            self.commit()
+            self.committed[tid] = record
+            self.removed.discard(tid)
+        elif op.name == "commit":
+            self.commit()
+        elif op.name == "save_task":
+            tid = _slot_id(op)
+            task = mapped[tid]
+            self.pending[tid] = saved_record(
+                self.record(tid), TaskStatus[task["status"].upper()], task["checkpointing_id"]
+            )
+        elif op.name == "load_all":
+            self.apply_load(value)
+
+
+def _slot_id(op: Op) -> TaskId:
+    name = op.arg("task")
+    return next(s.id for s in TASK_POOL if s.name == name)
+
+
+def _expanded(record: StreamTask) -> StreamTask:
+    """register's record: checkpointVer = ver - 1 (a fill-history task registers at 1)."""
+    ver = 1 if record.fill_history else REGISTER_VER
+    return attrs.evolve(record, checkpoint_ver=ver - 1)
+
+
+def _check_durable(adapter: ReferenceAdapter, model: DurableModel, op: Op) -> str | None:
+    """Why the adapter's committed records differ from the model (None: they agree)."""
+    if adapter.backend == "memory":
+        stored = adapter.committed_records()
+    elif op.name in _REOPENS:
+        stored = {TaskId(*decode_task_key(k)): t for k, t in adapter.meta.stored_tasks()}
+    else:
+        return None
+    if stored != model.committed:
+        only_store = sorted(map(str, stored.keys() - model.committed.keys()))
+        only_model = sorted(map(str, model.committed.keys() - stored.keys()))
+        changed = sorted(
+            str(t) for t in stored.keys() & model.committed.keys()
+            if stored[t] != model.committed[t]
+        )
+        return (
+            f"after {op!r}: committed but not expected {only_store}; expected but not "
+            f"committed {only_model}; committed records that differ {changed}"
+        )
+    if op.name in _REOPENS:
+        keys = [encode_task_key(t.stream_id, t.task_id) for t in stored]
+        reopen(keys, adapter.meta.view())
+    return None
+
+
+class _Machine(RuleBasedStateMachine):
+    """The state machine; ``build_machine`` subclasses it with the rules of one level."""
+
+    level: ClassVar[int]
+    reference_factory: ClassVar[Callable[[], ReferenceAdapter]]
+    sut: ClassVar[Adapter | None]
+    last_steps: ClassVar[list[Step]] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reference = type(self).reference_factory()
+        self.reference.start(self.level)
+        if self.sut is not None:
+            self.sut.start(self.level)
+        self.model = DurableModel()
+        self.ref_view = self.reference.view()
+        self.steps: list[Step] = []
+        type(self).last_steps = self.steps
+
+    def step(self, op: Op) -> None:
+        before = self.ref_view
+        ref_result = self.reference.call(op)
+        sut_result = None
+        if self.sut is not None:
+            try:
+                sut_result = self.sut.call(op)
+            except InvariantViolation as e:  # an in-process SUT checking itself
+                self.steps.append((op, ref_result, None))
+                raise self._divergence(Divergence("invariant", str(e)), None) from e
+        self.steps.append((op, ref_result, sut_result))
+        self.ref_view = self.reference.view()
+        if self.level > 1:
+            self.model.step(op, ref_result, before, self.ref_view)
+            problem = _check_durable(self.reference, self.model, op)
+            if problem is not None:
+                raise InvariantViolation("durable-model", problem)
+        if self.sut is None or sut_result is None:
+            return
+        sut_view = self.sut.view()
+        try:
+            compare_step(op, ref_result, sut_result, self.ref_view, sut_view)
+            if isinstance(self.sut, ReferenceAdapter) and self.level > 1:
+                problem = _check_durable(self.sut, self.model, op)
+                if problem is not None:
+                    raise Divergence("durable", problem)
+        except InvariantViolation as e:
+            raise self._divergence(Divergence("invariant", str(e)), sut_view) from e
+        except Divergence as e:
+            raise self._divergence(e, sut_view) from None
+
+    def task_states(self) -> dict[str, dict[str, Json]]:
+        """The reference's view of each mapped slot (level 1: of every slot)."""
+        tasks = self.ref_view["tasks"]
+        if self.level == 1:
+            return {t["slot"]: t for t in tasks}
+        by_id = {(t["id"][0], t["id"][1]): t for t in tasks}
+        return {
+            s.name: by_id[s.id.stream_id, s.id.task_id]
+            for s in TASK_POOL
+            if (s.id.stream_id, s.id.task_id) in by_id
+        }
+
+    def draw_args(self, spec: OpSpec, data: st.DataObject) -> dict[str, JsonScalar]:
+        """The arguments of ``spec``, each drawn from its whole domain with the values that
+        make sense now listed ahead (so drawn more often, and shrunk to): a mapped task not
+        stopping (else any mapped one; an unmapped one for register), an event that moves
+        its lifecycle on (not into STOP or DROPPING, which stop_all, notify_close and
+        unregister reach often enough), its started event."""
+        states = self.task_states()
+        args: dict[str, JsonScalar] = {}
+        params = sorted(spec.params, key=lambda p: p.name != "task")  # the task first
+        for p in params:
+            ahead: list[JsonScalar] = []
+            state = states.get(str(args.get("task")))
+            if p.name == "task" and spec.name == "register":
+                ahead = [name for name in _SLOT_NAMES if name not in states]
+            elif p.name == "task":
+                ahead = [n for n, t in states.items() if not should_stop(_status(t))]
+                ahead = ahead or list(states)
+            elif p.kind == "event" and state is not None:
+                ahead = [e for e in p.domain if _moves_on(_status(state), _EVENTS[str(e)])]
+            elif p.kind == "two_phase_event" and state is not None and state["active"]:
+                ahead = [state["active"]]
+            args[p.name] = data.draw(st.sampled_from(ahead * 3 + list(p.domain)), p.name)
+        return args
+
+    def _divergence(self, e: Divergence, sut_view: dict[str, Json] | None) -> Divergence:
+        e.steps = list(self.steps)
+        e.reference_view = self.ref_view
+        e.sut_view = sut_view
+        return e
+
+    def teardown(self) -> None:
+        self.reference.stop()
+        if self.sut is not None:
+            self.sut.stop()
+
+
+_SLOT_NAMES = [s.name for s in TASK_POOL]
+_EVENTS = {e.name.lower(): e for e in TaskEvent}
+
+
+def _status(task: dict[str, Json]) -> TaskStatus:
+    return TaskStatus[str(task["status"]).upper()]
+
+
+def _moves_on(status: TaskStatus, event: TaskEvent) -> bool:
+    row = transition_row(status, event)
+    return row is not None and not should_stop(row.to_status)
+
+
+def _rule_for(spec: OpSpec) -> Callable[..., None]:
+    """The rule of one op: its arguments are drawn in the rule (``draw_args``), since what
+    makes sense depends on the state."""
+    if spec.params:
+
+        def run(self: _Machine, data: st.DataObject) -> None:
+            self.step(Op.of(spec.name, **self.draw_args(spec, data)))
+
+        run.__name__ = run.__qualname__ = spec.name
+        run.__doc__ = spec.doc
+        return rule(data=st.data())(run)
+
+    def run_plain(self: _Machine) -> None:
+        self.step(Op.of(spec.name))
+
+    run_plain.__name__ = run_plain.__qualname__ = spec.name
+    run_plain.__doc__ = spec.doc
+    return rule()(run_plain)
+
+
+def _register_initial(self: _Machine, tasks: list[str]) -> None:
+    """Start from a few registered tasks: most rules need one, and Hypothesis shrinks the
+    list to what a failure needs (each one is an ordinary register step)."""
+    for name in tasks:
+        self.step(Op.of("register", task=name))
+
+
+_REGISTER_INITIAL = initialize(
+    tasks=st.lists(st.sampled_from([s.name for s in TASK_POOL]), min_size=1, unique=True)
+)(_register_initial)
+
+
+def build_machine(
+    level: int = 3,
+    *,
+    reference: Callable[[], ReferenceAdapter] = ReferenceAdapter,
+    sut: Adapter | None = None,
+    name: str = "MetaMachine",
+) -> type[RuleBasedStateMachine]:
+    """The machine over the operations of ``level``: the reference alone, or differential
+    against ``sut`` (one adapter for the whole run: started per example, stopped at its end)."""
+    namespace: dict[str, Any] = {spec.name: _rule_for(spec) for spec in ops_at(level)}
+    if level > 1:
+        namespace["register_initial"] = _REGISTER_INITIAL
+    namespace.update(
+        level=level,
+        reference_factory=staticmethod(reference),
+        sut=sut,
+        last_steps=[],
+    )
+    return type(name, (_Machine,), namespace)

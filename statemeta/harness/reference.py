@@ -1,0 +1,419 @@
+"""ReferenceAdapter: the reference StreamMeta (or one broken variant) behind the Adapter protocol.
+
+Level 1 holds one ``TaskLifecycle`` per pool slot; levels 2 and 3 one ``StreamMeta`` on a
+``FaultyStore`` over a ``MemoryStore`` (fast, the default) or a real ``LmdbStore`` in a
+temporary directory, with a ``VirtualClock`` and a transport that records the heartbeats each
+operation sends. The meta runs in check mode: every operation and timer callback ends with the
+whole invariant catalogue, and an ``InvariantViolation`` propagates (it is never a result).
+
+A crash drops the meta without closing it: the store's open transaction is lost, its timers die
+with its clock, and its handles are forgotten; the reopened meta gets a new clock from the same
+time. Table rows reached are counted in ``coverage`` (the reference only).
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+import attrs
+
+from statemeta.codec import EpSet, StreamTask, TaskId, decode_task, decode_task_key
+from statemeta.errors import InvariantViolation, MisuseError, StatemetaError
+from statemeta.harness.adapter import PROTOCOL_VERSION
+from statemeta.harness.normalize import (
+    Json,
+    lifecycle_view_json,
+    meta_view_json,
+    to_json,
+)
+from statemeta.harness.operations import (
+    LEVELS,
+    REGISTER_VER,
+    TASK_POOL,
+    Op,
+    ops_at,
+    slot_of,
+)
+from statemeta.harness.variants import VARIANTS
+from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus, transition_row
+from statemeta.meta import CheckTrace, StreamMeta, TaskHandle, VirtualClock
+from statemeta.meta.core import TASK_TABLE
+from statemeta.roles import RoleEvent
+from statemeta.store import (
+    FAULT_OPS,
+    FaultOp,
+    FaultyStore,
+    LmdbStore,
+    MemoryState,
+    MemoryStore,
+    Store,
+)
+from statemeta.store.memory_store import PRIVATE_PATH
+from statemeta.tables import Role, TransitionRow
+
+__all__ = ["VG_ID", "Backend", "Coverage", "ObservedStreamMeta", "ReferenceAdapter", "saved_record"]
+
+VG_ID = 7
+"""The vnode the reference plays (not an snode: it starts UNINIT)."""
+
+Backend = Literal["memory", "lmdb"]
+_FAULT_OPS: dict[str, FaultOp] = {op: op for op in FAULT_OPS}
+
+
+def saved_record(record: StreamTask, status: TaskStatus, checkpointing_id: int) -> StreamTask:
+    """What save_task writes: the in-memory record with the current status byte and the
+    checkpoint in progress (as the seed saves the live task)."""
+    return attrs.evolve(
+        record,
+        task_status=int(status),
+        checkpoint_id=checkpointing_id or record.checkpoint_id,
+    )
+
+
+@attrs.define(slots=True)
+class Coverage:
+    """Lifecycle and role table rows reached (status changes, and attached rows queued)."""
+
+    lifecycle_rows: Counter[TransitionRow] = attrs.field(factory=Counter)
+    role_rows: Counter[tuple[Role, RoleEvent, Role]] = attrs.field(factory=Counter)
+
+    def add_trace(self, trace: CheckTrace) -> None:
+        for change in trace.status_changes:
+            if change.row is not None:
+                self.lifecycle_rows[change.row] += 1
+        for role in trace.role_changes:
+            self.role_rows[role.old, role.event, role.new] += 1
+
+
+class ObservedStreamMeta(StreamMeta):
+    """The reference, counting the rows of every trace its invariant check takes."""
+
+    coverage: Coverage | None = None
+
+    def take_trace(self) -> CheckTrace:
+        trace = super().take_trace()
+        if self.coverage is not None:
+            self.coverage.add_trace(trace)
+        return trace
+
+
+_Handler = Callable[["ReferenceAdapter", Op], object]
+
+
+class ReferenceAdapter:
+    """The reference (``variant=None``) or a broken variant, in process."""
+
+    def __init__(
+        self,
+        variant: str | None = None,
+        *,
+        backend: Backend = "memory",
+        check_invariants: bool = True,
+    ) -> None:
+        if variant is not None and variant not in VARIANTS:
+            raise MisuseError(f"no variant {variant!r}; variants are {sorted(VARIANTS)}")
+        self.variant = variant
+        self.backend = backend
+        self.check_invariants = check_invariants
+        self.coverage = Coverage()
+        self.level = 0
+        self._accepted: frozenset[str] = frozenset()
+        self._path: str | None = None
+        self._committed = MemoryState()
+        """Memory backend: the committed state a reopen starts from (a private store, no
+        process-wide registry, so a deep copy of the adapter is an independent instance)."""
+        self._meta: StreamMeta | None = None
+        self._store: FaultyStore | None = None
+        self._clock = VirtualClock()
+        self._lifecycles: dict[str, TaskLifecycle] = {}
+        self._handles: dict[str, list[TaskHandle]] = {}
+        self._given_back: dict[str, TaskHandle] = {}
+        self._sent: list[str] = []
+
+    # -- the Adapter protocol ------------------------------------------------------------------
+
+    def hello(self) -> dict[str, Json]:
+        name = "statemeta-reference" + ("" if self.variant is None else f"[{self.variant}]")
+        return {"protocol": PROTOCOL_VERSION, "name": name, "levels": list(LEVELS)}
+
+    def start(self, level: int) -> None:
+        accepted = frozenset(s.name for s in ops_at(level))
+        self.stop()
+        self.level = level
+        self._accepted = accepted
+        if level == 1:
+            self._lifecycles = {s.name: TaskLifecycle() for s in TASK_POOL}
+            return
+        if self.backend == "lmdb":
+            self._path = tempfile.mkdtemp(prefix="statemeta-ref-")
+        else:
+            self._path = PRIVATE_PATH
+            self._committed = MemoryState()
+        self._clock = VirtualClock()
+        self._open()
+
+    def call(self, op: Op) -> dict[str, Json]:
+        if op.name not in self._accepted:
+            raise MisuseError(f"{op!r} is not an operation of level {self.level or 'none'}")
+        self._sent = []
+        try:
+            value = to_json(_HANDLERS[op.name](self, op))
+        except InvariantViolation:
+            raise
+        except StatemetaError as e:
+            result: dict[str, Json] = {"error": type(e).__name__}
+        else:
+            result = {"ok": value}
+        if self._sent:
+            result["heartbeats"] = self._sent
+        return result
+
+    def view(self) -> dict[str, Json]:
+        if self.level == 1:
+            return lifecycle_view_json(self._lifecycles.items())
+        return meta_view_json(self.meta.view(), self.level, self._clock.now_ms())
+
+    def stop(self) -> None:
+        if self._meta is not None:
+            self._meta.close()
+            self._meta = None
+        if self._path is not None and self.backend == "lmdb":
+            shutil.rmtree(self._path, ignore_errors=True)
+        self._path = None
+        self._store = None
+        self._lifecycles = {}
+        self._forget_handles()
+        self.level = 0
+        self._accepted = frozenset()
+
+    # -- for the property suite -----------------------------------------------------------------
+
+    @property
+    def meta(self) -> StreamMeta:
+        if self._meta is None:
+            raise MisuseError("the reference adapter has no meta (start it at level 2 or 3)")
+        return self._meta
+
+    @property
+    def store(self) -> FaultyStore:
+        if self._store is None:
+            raise MisuseError("the reference adapter has no store (start it at level 2 or 3)")
+        return self._store
+
+    @property
+    def clock(self) -> VirtualClock:
+        return self._clock
+
+    @property
+    def handles(self) -> Mapping[str, Sequence[TaskHandle]]:
+        """Outstanding acquires per slot (release gives back the last one)."""
+        return self._handles
+
+    @property
+    def given_back(self) -> Mapping[str, TaskHandle]:
+        """Per slot, the handle last released (release with none outstanding reuses it)."""
+        return self._given_back
+
+    def lifecycle(self, slot: str) -> TaskLifecycle:
+        return self._lifecycles[slot]
+
+    def committed_records(self) -> dict[TaskId, StreamTask | None]:
+        """The committed task.db records (memory backend: without closing anything)."""
+        store = self.store.inner
+        if not isinstance(store, MemoryStore):
+            raise MisuseError("committed_records needs the memory backend")
+        return {_key_id(k): _decoded(v) for k, v in store.committed_items(TASK_TABLE)}
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _store_factory(self, path: str) -> Store:
+        inner: Store = (
+            LmdbStore.open(path, durable=False)
+            if self.backend == "lmdb"
+            else MemoryStore(self._committed)
+        )
+        self._store = FaultyStore(inner)
+        return self._store
+
+    def _transport(self, mnode_ep_set: EpSet, payload: bytes) -> None:
+        self._sent.append(payload.hex())
+
+    def _open(self) -> None:
+        assert self._path is not None
+        cls = ObservedStreamMeta if self.variant is None else VARIANTS[self.variant].meta_class
+        meta = cls.open(
+            self._path,
+            VG_ID,
+            store_factory=self._store_factory,
+            clock=self._clock,
+            transport=self._transport,
+            check_invariants=self.check_invariants,
+        )
+        if isinstance(meta, ObservedStreamMeta):
+            meta.coverage = self.coverage
+        self._meta = meta
+
+    def _reopen(self, *, crash: bool) -> object:
+        inner = self.store.inner
+        if isinstance(inner, MemoryStore):
+            self._committed = inner.committed_state()  # what the files would hold
+        if crash:
+            self.store.crash()
+        else:
+            self.meta.close()
+            self.meta.take_trace()  # the CLOSE role change (no check runs once closed)
+        self._meta = None
+        self._forget_handles()
+        self._clock = VirtualClock(self._clock.now_ms())
+        self._open()
+        return self.meta.load_all()
+
+    def _forget_handles(self) -> None:
+        self._handles = {}
+        self._given_back = {}
+
+    def _acquire(self, op: Op) -> bool:
+        slot = slot_of(str(op.arg("task")))
+        handle = self.meta.acquire(slot.id.stream_id, slot.id.task_id)
+        if handle is None:
+            return False
+        self._handles.setdefault(slot.name, []).append(handle)
+        return True
+
+    def _release(self, op: Op) -> None:
+        slot = slot_of(str(op.arg("task")))
+        held = self._handles.get(slot.name)
+        handle = held[-1] if held else self._given_back.get(slot.name, TaskHandle(slot.id, 0))
+        self.meta.release(handle)
+        if held:
+            held.pop()
+            self._given_back[slot.name] = handle
+
+    def _save_task(self, op: Op) -> None:
+        tid = _task(op)
+        record = self.meta.task(tid.stream_id, tid.task_id)
+        view = self.meta.view().task(tid)
+        assert view is not None
+        self.meta.save_task(saved_record(record, view.status, view.checkpointing_id))
+
+    def _fail_next(self, op: Op) -> None:
+        self.store.fail_next(_FAULT_OPS[str(op.arg("op"))])
+
+
+def _task(op: Op) -> TaskId:
+    return slot_of(str(op.arg("task"))).id
+
+
+def _event(op: Op) -> TaskEvent:
+    return TaskEvent[str(op.arg("event")).upper()]
+
+
+def _key_id(key: bytes) -> TaskId:
+    return TaskId(*decode_task_key(key))
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoded(value: bytes) -> StreamTask | None:
+    """Cached: the durable check decodes the same few committed values at every step."""
+    try:
+        return decode_task(value)
+    except StatemetaError:
+        return None
+
+
+def _lc(a: ReferenceAdapter, op: Op) -> TaskLifecycle:
+    return a.lifecycle(str(op.arg("task")))
+
+
+def _register(a: ReferenceAdapter, op: Op) -> bool:
+    return a.meta.register(slot_of(str(op.arg("task"))).record, REGISTER_VER)
+
+
+def _handle_event(a: ReferenceAdapter, op: Op) -> Outcome:
+    """Also counts the attached row an event is queued by (it never shows as a change)."""
+    tid = _task(op)
+    event = _event(op)
+    before = a.meta.status(tid.stream_id, tid.task_id)
+    outcome = a.meta.handle_event(tid.stream_id, tid.task_id, event)
+    row = transition_row(before, event)
+    if outcome is Outcome.PENDING and row is not None:
+        a.coverage.lifecycle_rows[row] += 1
+    return outcome
+
+
+def _advance_clock(a: ReferenceAdapter, op: Op) -> None:
+    ms = op.arg("ms")
+    assert isinstance(ms, int)
+    a.clock.advance(ms)
+
+
+def _stage(op: Op) -> int:
+    stage = op.arg("stage")
+    assert isinstance(stage, int)
+    return stage
+
+
+def _checkpoint(op: Op) -> int:
+    checkpoint = op.arg("checkpoint")
+    assert isinstance(checkpoint, int)
+    return checkpoint
+
+
+def _node(op: Op) -> int:
+    node = op.arg("node")
+    assert isinstance(node, int)
+    return node
+
+
+_HANDLERS: dict[str, _Handler] = {
+    # level 1
+    "handle": lambda a, op: _lc(a, op).handle(_event(op)),
+    "complete": lambda a, op: _lc(a, op).complete(_event(op)),
+    "restore": lambda a, op: _lc(a, op).resume(),
+    "reset": lambda a, op: _lc(a, op).reset(),
+    "set_ready": lambda a, op: _lc(a, op).set_ready(),
+    # level 2
+    "register": _register,
+    "unregister": lambda a, op: a.meta.unregister(_task(op).stream_id, _task(op).task_id),
+    "acquire": lambda a, op: a._acquire(op),
+    "release": lambda a, op: a._release(op),
+    "handle_event": _handle_event,
+    "complete_event": lambda a, op: a.meta.complete_event(
+        _task(op).stream_id, _task(op).task_id, _event(op)
+    ),
+    "resume": lambda a, op: a.meta.resume(_task(op).stream_id, _task(op).task_id),
+    "begin_checkpoint": lambda a, op: a.meta.begin_checkpoint(
+        _task(op).stream_id, _task(op).task_id, _checkpoint(op), 1
+    ),
+    "save_task": lambda a, op: a._save_task(op),
+    "commit": lambda a, op: a.meta.commit(),
+    "load_all": lambda a, op: a.meta.load_all(),
+    "latest_checkpoint_id": lambda a, op: a.meta.latest_checkpoint_id(),
+    "start_all": lambda a, op: a.meta.start_all(),
+    "start_one": lambda a, op: a.meta.start_one(_task(op).stream_id, _task(op).task_id),
+    "report_launch": lambda a, op: a.meta.report_launch(
+        _task(op).stream_id, _task(op).task_id, bool(op.arg("ready"))
+    ),
+    "all_tasks_ready": lambda a, op: a.meta.all_tasks_ready(),
+    "stop_all": lambda a, op: a.meta.stop_all(),
+    "notify_close": lambda a, op: a.meta.notify_close(),
+    "update_stage_role": lambda a, op: a.meta.update_stage_role(
+        _stage(op), bool(op.arg("is_leader"))
+    ),
+    "advance_clock": _advance_clock,
+    "start_task_timer": lambda a, op: a.meta.start_task_timer(
+        _task(op).stream_id, _task(op).task_id
+    ),
+    "report_downstream_update": lambda a, op: a.meta.report_downstream_update(
+        _task(op).stream_id, _task(op).task_id, _node(op)
+    ),
+    # level 3
+    "close_reopen": lambda a, op: a._reopen(crash=False),
+    "crash_reopen": lambda a, op: a._reopen(crash=True),
+    "fail_next": lambda a, op: a._fail_next(op),
+}
