@@ -136,3 +136,35 @@ class InvariantViolation(StatemetaError, AssertionError):
 
 class InvalidRecordError(MisuseError, ValueError):
     """A record was given a value its binary layout cannot hold (names record, field, value)."""
+
+
+# -- the conformance harness ----------------------------------------------------------------
+
+
+class SutError(StatemetaError):
+    """The implementation under test broke the harness protocol (docs/harness-protocol.md).
+
+    It could not be started, exited, hung past the timeout, closed its output, or answered
+    something that is not the JSON response to the request. Names the command, the request,
+    what went wrong and the tail of the child's stderr.
+    """
+
+    def __init__(self, command: str, request: str, problem: str, *, stderr: str = "") -> None:
+        self.command = command
+        self.request = request
+        self.problem = problem
+        self.stderr = stderr
+        tail = f"\n--- its stderr (last lines) ---\n{stderr}" if stderr else ""
+        super().__init__(f"{command!r} on request {request}: {problem}{tail}")
+
+
+class SutAborted(BaseException):
+    """Stops a Hypothesis run at the first SutError, without shrinking.
+
+    Not an Exception on purpose: Hypothesis shrinks every Exception, and each attempt on a hung
+    implementation would cost a full timeout. ``error`` is the SutError.
+    """
+
+    def __init__(self, error: SutError) -> None:
+        self.error = error
+        super().__init__(str(error))

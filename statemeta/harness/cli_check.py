@@ -1,0 +1,314 @@
+"""``statemeta check`` and ``statemeta replay``: conformance of any implementation to the reference.
+
+``run_check`` is the one way a conformance run happens (the CLI and the pytest plugin call it):
+the differential machine of statemeta.harness.machine drives the reference and the
+implementation side by side under Hypothesis, which shrinks a divergence to a short trace. An
+implementation that breaks the protocol stops the run at once (no shrinking: each attempt on
+a hung one would cost a timeout) with the steps so far.
+
+Exit codes of both commands: 0 conformant (replay: the trace passes now), 1 a divergence, an
+invariant violation or a broken implementation (trace written, path printed), 2 could not run
+(a command that does not start, a failed handshake, a level it does not support, a bad trace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+import attrs
+from hypothesis import HealthCheck, Verbosity, seed, settings
+from hypothesis.errors import FlakyFailure
+from hypothesis.stateful import get_state_machine_test
+
+from statemeta.errors import MisuseError, SutAborted, SutError
+from statemeta.harness.adapter import Adapter
+from statemeta.harness.machine import Divergence, build_machine
+from statemeta.harness.operations import LEVELS, Op
+from statemeta.harness.reference import ReferenceAdapter
+from statemeta.harness.subprocess_adapter import SubprocessAdapter
+from statemeta.harness.trace import (
+    RecordingAdapter,
+    Trace,
+    divergence_trace,
+    format_trace,
+    read_trace,
+    replay,
+    sut_error_trace,
+    write_trace,
+)
+
+__all__ = [
+    "COMMANDS",
+    "EXIT_CONFORMANT",
+    "EXIT_COULD_NOT_RUN",
+    "EXIT_FAILED",
+    "CheckReport",
+    "Progress",
+    "check_settings",
+    "configure_check",
+    "configure_replay",
+    "run_check",
+    "run_check_command",
+    "run_replay_command",
+]
+
+EXIT_CONFORMANT = 0
+EXIT_FAILED = 1
+EXIT_COULD_NOT_RUN = 2
+
+
+@attrs.frozen
+class CheckReport:
+    """What a conformance run found: ``trace`` is None when the implementation conforms."""
+
+    trace: Trace | None
+    examples: int
+    steps: int
+    seconds: float
+
+
+class Progress:
+    """Counts examples and steps; on long runs prints a line every ``interval`` seconds."""
+
+    def __init__(self, out: TextIO | None, *, interval: float = 2.0) -> None:
+        self.out = out
+        self.interval = interval
+        self.examples = 0
+        self.steps = 0
+        self.began = time.monotonic()
+        self._next = self.began + interval
+
+    def example(self) -> None:
+        self.examples += 1
+        self._tick()
+
+    def step(self) -> None:
+        self.steps += 1
+        self._tick()
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.began
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if self.out is not None and now >= self._next:
+            self._next = now + self.interval
+            rate = self.steps / max(now - self.began, 1e-9)
+            print(
+                f"  ... {self.examples} examples, {self.steps} steps ({rate:.0f} steps/s)",
+                file=self.out,
+                flush=True,
+            )
+
+
+class _CountingAdapter(RecordingAdapter):
+    """The run's view of the implementation: records, aborts on SutError, counts progress."""
+
+    def __init__(self, inner: Adapter, progress: Progress) -> None:
+        super().__init__(inner)
+        self.progress = progress
+
+    def start(self, level: int) -> None:
+        self.progress.example()
+        super().start(level)
+
+    def call(self, op: Op) -> dict[str, Any]:
+        self.progress.step()
+        return super().call(op)
+
+
+def run_check(
+    sut: Adapter,
+    *,
+    level: int,
+    hypothesis_settings: settings,
+    sut_label: str,
+    seed_value: int | None = None,
+    progress: Progress | None = None,
+) -> CheckReport:
+    """Runs the differential machine at ``level`` against ``sut`` (started, not closed here)."""
+    progress = progress or Progress(None)
+    counting = _CountingAdapter(sut, progress)
+    machine = build_machine(
+        level, sut=counting, reference=_unchecked_reference, name=f"Conformance{level}"
+    )
+    test = get_state_machine_test(machine, settings=hypothesis_settings)
+    if seed_value is not None:
+        test = seed(seed_value)(test)
+
+    def report(trace: Trace | None) -> CheckReport:
+        return CheckReport(trace, progress.examples, progress.steps, progress.seconds)
+
+    try:
+        test()
+    except SutAborted as aborted:
+        done = machine.last_steps  # type: ignore[attr-defined]
+        trace = sut_error_trace(
+            aborted.error, done, counting.ops, level=level, sut=sut_label, seed=seed_value
+        )
+        return report(trace)
+    except Divergence as divergence:
+        return report(divergence_trace(divergence, level=level, sut=sut_label, seed=seed_value))
+    except FlakyFailure as flaky:
+        found = [e for e in flaky.exceptions if isinstance(e, Divergence)]
+        if not found:
+            raise
+        return report(divergence_trace(found[0], level=level, sut=sut_label, seed=seed_value))
+    return report(None)
+
+
+def _unchecked_reference() -> ReferenceAdapter:
+    """The reference without its own check mode: the property suite vouches for it, and the
+    machine checks the invariants on the implementation's view (3x faster at levels 2-3)."""
+    return ReferenceAdapter(check_invariants=False)
+
+
+def check_settings(examples: int, steps: int) -> settings:
+    """Hypothesis settings of a command-line run: bounded, quiet, no example database."""
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        print_blob=False,
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+# -- the commands ---------------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
+def _add_sut(parser: argparse.ArgumentParser, *, required: bool) -> None:
+    parser.add_argument(
+        "--sut",
+        required=required,
+        metavar="CMD",
+        help="the implementation's command line (split like a shell, run without one)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds to wait for each response (default: %(default)s)",
+    )
+
+
+def configure_check(parser: argparse.ArgumentParser) -> None:
+    _add_sut(parser, required=True)
+    parser.add_argument("--level", type=int, choices=LEVELS, default=2, help="default: 2")
+    parser.add_argument("--examples", type=_positive, default=100, help="default: 100")
+    parser.add_argument("--steps", type=_positive, default=50, help="steps per example (50)")
+    parser.add_argument("--seed", type=int, help="the run's seed (default: random, printed)")
+    parser.add_argument(
+        "--trace-out",
+        type=Path,
+        default=Path("statemeta-trace.json"),
+        metavar="FILE",
+        help="where a failure's trace goes (default: %(default)s)",
+    )
+
+
+def configure_replay(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", type=Path, metavar="TRACE", help="a trace written by check")
+    _add_sut(parser, required=False)
+
+
+def _handshake(sut: SubprocessAdapter, level: int) -> str | None:
+    """Why the implementation cannot be checked at ``level`` (None: it can)."""
+    try:
+        hello = sut.hello()
+    except SutError as error:
+        return f"could not run: {error}"
+    if level not in hello["levels"]:
+        return f"could not run: {hello['name']} supports levels {hello['levels']}, not {level}"
+    return None
+
+
+def run_check_command(args: argparse.Namespace) -> int:
+    """``statemeta check``."""
+    seed_value = args.seed if args.seed is not None else random.randrange(2**32)
+    with SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
+        problem = _handshake(sut, args.level)
+        if problem:
+            print(problem, file=sys.stderr)
+            return EXIT_COULD_NOT_RUN
+        name = sut.hello()["name"]
+        print(
+            f"checking {name} ({args.sut}) at level {args.level}: {args.examples} examples of "
+            f"up to {args.steps} steps, seed {seed_value}",
+            flush=True,
+        )
+        report = run_check(
+            sut,
+            level=args.level,
+            hypothesis_settings=check_settings(args.examples, args.steps),
+            sut_label=args.sut,
+            seed_value=seed_value,
+            progress=Progress(sys.stdout),
+        )
+    rate = report.steps / max(report.seconds, 1e-9)
+    summary = f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
+    summary += f"({rate:.0f} steps/s)"
+    if report.trace is None:
+        print(f"conformant: {summary}")
+        return EXIT_CONFORMANT
+    write_trace(report.trace, args.trace_out)
+    print(format_trace(report.trace))
+    print(f"\nNOT conformant ({summary}); trace written to {args.trace_out}")
+    print(f"replay it: statemeta replay {args.trace_out} --sut {shlex.quote(args.sut)}")
+    return EXIT_FAILED
+
+
+def run_replay_command(args: argparse.Namespace) -> int:
+    """``statemeta replay``."""
+    try:
+        recorded = read_trace(args.trace)
+    except MisuseError as error:
+        print(f"could not run: {error}", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
+    command = args.sut or recorded.sut
+    with SubprocessAdapter(command, timeout=args.timeout) as sut:
+        problem = _handshake(sut, recorded.level)
+        if problem:
+            print(problem, file=sys.stderr)
+            return EXIT_COULD_NOT_RUN
+        trace = replay(recorded.ops, level=recorded.level, sut=sut, sut_command=command)
+    if trace is None:
+        print(f"passes: all {len(recorded.steps)} steps of {args.trace} agree ({command})")
+        return EXIT_CONFORMANT
+    print(format_trace(trace))
+    print(f"\nstill fails: {args.trace} ({command})")
+    return EXIT_FAILED
+
+
+COMMANDS = {
+    "check": (
+        "check an implementation against the reference over the harness protocol",
+        configure_check,
+        run_check_command,
+    ),
+    "replay": (
+        "replay a trace written by check against an implementation (exit 1: still fails)",
+        configure_replay,
+        run_replay_command,
+    ),
+}
+"""The harness's entries of statemeta.cli.SUBCOMMANDS: name -> (help, configure, run)."""

@@ -1,0 +1,297 @@
+"""Failure traces: the operations of a failing run, both sides' results, the views where it failed.
+
+A trace is what ``statemeta check`` writes when the implementation under test diverges from the
+reference, and what ``statemeta replay`` reads back. Only the operations are needed to replay;
+the results and views are there for the reader (``format_trace`` prints them as a table, with
+the paths at which the two views differ).
+
+A divergence's trace is the shrunk example's steps, as the differential machine reports them
+(``divergence_trace``); an implementation that broke the protocol (crash, hang, garbage) stops
+the run at once, without shrinking, and its trace is the steps so far (``sut_error_trace``).
+``replay`` runs a trace's operations through the same machine outside Hypothesis, so it
+applies exactly the checks of the run that wrote it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeAlias, TypeVar
+
+import attrs
+
+from statemeta.errors import MisuseError, SutAborted, SutError
+from statemeta.harness.adapter import Adapter
+from statemeta.harness.machine import Divergence, Step, build_machine
+from statemeta.harness.operations import LEVELS, Op
+from statemeta.harness.reference import ReferenceAdapter
+
+__all__ = [
+    "FAILURE_KINDS",
+    "TRACE_FORMAT",
+    "Failure",
+    "JsonObject",
+    "RecordingAdapter",
+    "Trace",
+    "TraceStep",
+    "divergence_trace",
+    "format_trace",
+    "read_trace",
+    "replay",
+    "sut_error_trace",
+    "view_differences",
+    "write_trace",
+]
+
+JsonObject: TypeAlias = dict[str, Any]
+R = TypeVar("R")
+
+TRACE_FORMAT = 1
+"""The trace file's ``format``; a reader refuses any other."""
+
+FAILURE_KINDS: dict[str, str] = {
+    "result": "the two sides returned different results",
+    "view": "the two sides' views differ after the step",
+    "invariant": "the implementation's own view breaks an invariant of spec/invariants.md",
+    "durable": "the implementation's committed records differ from what must be durable",
+    "sut": "the implementation broke the protocol (crashed, hung, closed its output, garbage)",
+}
+
+
+@attrs.frozen
+class TraceStep:
+    """One operation and what each side returned (None: that side gave no result)."""
+
+    op: Op
+    reference: JsonObject | None
+    sut: JsonObject | None
+
+
+@attrs.frozen
+class Failure:
+    """Why the run failed at the trace's last step (or at start, for a trace with no steps)."""
+
+    kind: str = attrs.field(validator=attrs.validators.in_(FAILURE_KINDS))
+    detail: str
+    reference_view: JsonObject | None = None
+    sut_view: JsonObject | None = None
+
+
+@attrs.frozen
+class Trace:
+    """A failing run: the operations from a fresh start at ``level`` up to the failure."""
+
+    level: int = attrs.field(validator=attrs.validators.in_(LEVELS))
+    sut: str
+    """The command of the implementation under test."""
+    steps: tuple[TraceStep, ...]
+    failure: Failure
+    seed: int | None = None
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        return tuple(step.op for step in self.steps)
+
+    def to_json(self) -> JsonObject:
+        return {
+            "format": TRACE_FORMAT,
+            "level": self.level,
+            "sut": self.sut,
+            "seed": self.seed,
+            "steps": [
+                {**step.op.to_json(), "reference": step.reference, "sut": step.sut}
+                for step in self.steps
+            ],
+            "failure": attrs.asdict(self.failure),
+        }
+
+    @classmethod
+    def from_json(cls, obj: object, *, where: str = "trace") -> Trace:
+        """Parses a trace (MisuseError naming ``where`` and the step for anything malformed)."""
+        if not isinstance(obj, dict) or obj.get("format") != TRACE_FORMAT:
+            raise MisuseError(f"{where}: not a statemeta trace of format {TRACE_FORMAT}")
+        try:
+            steps = tuple(
+                TraceStep(
+                    Op.from_json({"op": step["op"], "args": step.get("args", {})}),
+                    step.get("reference"),
+                    step.get("sut"),
+                )
+                for step in obj["steps"]
+            )
+            failure = Failure(**obj["failure"])
+            return cls(obj["level"], obj["sut"], steps, failure, obj.get("seed"))
+        except (KeyError, TypeError, ValueError, MisuseError) as error:
+            raise MisuseError(f"{where}: malformed trace: {error}") from error
+
+
+def write_trace(trace: Trace, path: Path) -> None:
+    path.write_text(json.dumps(trace.to_json(), indent=2) + "\n", encoding="utf-8")
+
+
+def read_trace(path: Path) -> Trace:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise MisuseError(f"cannot read trace {path}: {error}") from error
+    return Trace.from_json(obj, where=str(path))
+
+
+# -- recording and replaying -------------------------------------------------------------------
+
+
+class RecordingAdapter:
+    """Wraps the implementation for one run: records the operations since the last ``start``,
+    and turns a SutError into SutAborted so that Hypothesis stops at once instead of shrinking
+    (each attempt on a hung implementation would cost a timeout)."""
+
+    def __init__(self, inner: Adapter) -> None:
+        self.inner = inner
+        self.ops: list[Op] = []
+        self.aborted: SutError | None = None
+
+    def hello(self) -> dict[str, Any]:
+        return self._guard(self.inner.hello)
+
+    def start(self, level: int) -> None:
+        self.ops = []
+        self._guard(lambda: self.inner.start(level))
+
+    def call(self, op: Op) -> dict[str, Any]:
+        self.ops.append(op)
+        return self._guard(lambda: self.inner.call(op))
+
+    def view(self) -> dict[str, Any]:
+        return self._guard(self.inner.view)
+
+    def stop(self) -> None:
+        self._guard(self.inner.stop)
+
+    def _guard(self, body: Callable[[], R]) -> R:
+        try:
+            return body()
+        except SutError as error:
+            self.aborted = error
+            raise SutAborted(error) from error
+
+
+def divergence_trace(divergence: Divergence, *, level: int, sut: str, seed: int | None) -> Trace:
+    """The trace of a divergence the differential machine raised (its steps, both views)."""
+    steps = tuple(TraceStep(op, ref, out) for op, ref, out in divergence.steps)
+    failure = Failure(
+        divergence.kind, divergence.detail, divergence.reference_view, divergence.sut_view
+    )
+    return Trace(level, sut, steps, failure, seed)
+
+
+def sut_error_trace(
+    error: SutError,
+    done: Sequence[Step],
+    sent: Sequence[Op],
+    *,
+    level: int,
+    sut: str,
+    seed: int | None,
+) -> Trace:
+    """The trace of an implementation that broke the protocol: the steps ``done`` in the
+    example, and the operation it failed on when it failed on one (``sent`` has one more)."""
+    steps = [TraceStep(op, ref, out) for op, ref, out in done]
+    if len(sent) > len(done):
+        steps.append(TraceStep(sent[len(done)], None, None))
+    return Trace(level, sut, tuple(steps), Failure("sut", str(error)), seed)
+
+
+def replay(
+    ops: Sequence[Op],
+    *,
+    level: int,
+    sut: Adapter,
+    sut_command: str,
+    reference: Callable[[], ReferenceAdapter] = ReferenceAdapter,
+) -> Trace | None:
+    """Runs ``ops`` through the differential machine, outside Hypothesis (the same checks
+    after every step); the trace of the failure, or None if every step passed."""
+    recording = RecordingAdapter(sut)
+    machine_class = build_machine(level, reference=reference, sut=recording, name="Replay")
+    machine: Any = None
+    try:
+        machine = machine_class()
+        for op in ops:
+            machine.step(op)
+        return None
+    except Divergence as divergence:
+        return divergence_trace(divergence, level=level, sut=sut_command, seed=None)
+    except SutAborted as aborted:
+        done = machine.steps if machine is not None else []
+        return sut_error_trace(
+            aborted.error, done, recording.ops, level=level, sut=sut_command, seed=None
+        )
+    finally:
+        if machine is not None:
+            machine.reference.stop()
+            with contextlib.suppress(SutError):
+                sut.stop()
+
+
+# -- printing ----------------------------------------------------------------------------------
+
+
+def view_differences(reference: object, sut: object, path: str = "") -> Iterator[str]:
+    """Each place the two JSON values differ, as ``path: reference X, implementation Y``."""
+    if isinstance(reference, dict) and isinstance(sut, dict):
+        for key in sorted(set(reference) | set(sut), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in sut:
+                yield f"{where}: only the reference has it ({_compact(reference[key])})"
+            elif key not in reference:
+                yield f"{where}: only the implementation has it ({_compact(sut[key])})"
+            else:
+                yield from view_differences(reference[key], sut[key], where)
+    elif isinstance(reference, list) and isinstance(sut, list) and len(reference) == len(sut):
+        for index, (left, right) in enumerate(zip(reference, sut, strict=True)):
+            yield from view_differences(left, right, f"{path}[{index}]")
+    elif reference != sut:
+        yield f"{path or '(view)'}: reference {_compact(reference)}, implementation {_compact(sut)}"
+
+
+def format_trace(trace: Trace) -> str:
+    """The trace as a table a person can read and replay by hand."""
+    rows = [("#", "operation", "reference", "implementation")]
+    for number, step in enumerate(trace.steps, 1):
+        rows.append((str(number), repr(step.op), _result(step.reference), _result(step.sut)))
+    widths = [min(max(len(row[i]) for row in rows), 48) for i in range(3)]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True))
+        + "  "
+        + row[3]
+        for row in rows
+    ]
+    failure = trace.failure
+    where = f"step {len(trace.steps)}" if trace.steps else "start"
+    lines.append("")
+    lines.append(
+        f"level {trace.level}, {trace.sut!r}: failed at {where} ({failure.kind}: "
+        f"{FAILURE_KINDS[failure.kind]})"
+    )
+    lines.append(failure.detail)
+    if failure.reference_view is not None and failure.sut_view is not None:
+        differences = list(view_differences(failure.reference_view, failure.sut_view))
+        if differences:
+            lines.append("views at the failing step differ at:")
+            lines.extend(f"  {difference}" for difference in differences)
+    return "\n".join(lines)
+
+
+def _result(result: JsonObject | None) -> str:
+    if result is None:
+        return "-"
+    text = f"error {result['error']}" if "error" in result else _compact(result.get("ok"))
+    heartbeats = result.get("heartbeats")
+    return f"{text} (+{len(heartbeats)} heartbeats)" if heartbeats else text
+
+
+def _compact(value: object, limit: int = 60) -> str:
+    text = json.dumps(value, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 3] + "..."

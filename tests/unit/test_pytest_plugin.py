@@ -1,0 +1,101 @@
+"""The pytest plugin (``--statemeta-sut``) and the conformance_test API."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from statemeta.harness.pytest_plugin import conformance_test
+from statemeta.harness.reference import ReferenceAdapter
+
+SERVE = f"{sys.executable} -m statemeta.serve"
+
+
+def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """pytest in an empty directory with the plugin: the conformance run is its only test."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "statemeta.harness.pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+        timeout=300,
+    )
+
+
+def test_the_plugin_runs_the_conformance_check(tmp_path: Path) -> None:
+    done = _pytest(
+        tmp_path,
+        "--statemeta-sut",
+        SERVE,
+        "--statemeta-level",
+        "2",
+        "--statemeta-examples",
+        "5",
+        "--statemeta-steps",
+        "10",
+        "-v",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "statemeta-conformance[level-2] PASSED" in done.stdout
+
+
+def test_the_plugin_fails_with_the_trace(tmp_path: Path) -> None:
+    done = _pytest(
+        tmp_path,
+        "--statemeta-sut",
+        f"{SERVE} --variant stream_count_counts_fill_history",
+        "--statemeta-level",
+        "2",
+        "--statemeta-examples",
+        "100",
+        "--statemeta-steps",
+        "20",
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "not conformant" in done.stdout
+    assert "register(task=" in done.stdout
+    assert (tmp_path / "statemeta-trace.json").exists()
+
+
+def test_the_plugin_reports_an_implementation_it_cannot_run(tmp_path: Path) -> None:
+    done = _pytest(tmp_path, "--statemeta-sut", "statemeta-no-such-implementation")
+    assert done.returncode == 1
+    assert "could not run" in done.stdout
+
+
+def test_without_the_option_the_plugin_adds_nothing(tmp_path: Path) -> None:
+    done = _pytest(tmp_path)
+    assert done.returncode == 5  # no tests collected
+    assert "statemeta-conformance" not in done.stdout
+
+
+test_the_reference_conforms_in_process = conformance_test(
+    lambda: ReferenceAdapter(check_invariants=False), level=2, examples=10, steps=20
+)
+
+
+def test_a_broken_variant_fails_its_conformance_test() -> None:
+    test = conformance_test(
+        lambda: ReferenceAdapter("stream_count_counts_fill_history", check_invariants=False),
+        level=2,
+        examples=100,
+        steps=20,
+    )
+    with pytest.raises(pytest.fail.Exception, match=r"not conformant(.|\n)*register"):
+        test()
