@@ -11,6 +11,8 @@ from typing import Any
 import attrs
 
 from statemeta.diagrams import lifecycle_rows_markdown, refresh_docs, roles_rows_markdown
+from statemeta.explore.cli_explore import COMMANDS as EXPLORE_COMMANDS
+from statemeta.harness.cli_check import COMMANDS as CHECK_COMMANDS
 from statemeta.lifecycle import (
     LIFECYCLE_ROWS,
     Outcome,
@@ -162,6 +164,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "spec": Subcommand("print the normative tables (or refresh docs/)", _configure_spec, _run_spec),
 }
 
+SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in EXPLORE_COMMANDS.items()})
+SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in CHECK_COMMANDS.items()})
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``statemeta`` console script and of ``python -m statemeta``."""

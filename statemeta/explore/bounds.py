@@ -1,0 +1,90 @@
+"""What the explorer enumerates: the pool slots in play, the operations, and their budgets.
+
+The operation alphabet is the harness's (statemeta.harness.operations): every op of the level,
+with every argument from its finite domain, task arguments restricted to the slots in play.
+Operations that would make the state space infinite or very large are budgeted: a path may
+take at most so many of them, and what is left of each budget is part of the state.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+
+import attrs
+
+from statemeta.errors import MisuseError
+from statemeta.harness.operations import TASK_POOL, Op, TaskSlot, ops_at
+
+PLAIN_STREAM_SLOTS = ("s1", "s3")
+"""Plain stream tasks, in the order --stream-tasks takes them (s3's key sorts before s1's)."""
+TRIGGER_SLOT = "s2"
+FILL_HISTORY_PAIR = ("f1", "h1")
+
+BUDGETED: Mapping[str, str] = {
+    "update_stage_role": "role_changes",
+    "start_all": "start_rounds",
+    "close_reopen": "reopens",
+    "crash_reopen": "reopens",
+    "fail_next": "faults",
+    "advance_clock": "clock_advances",
+}
+"""Operation -> the budget each call of it spends."""
+
+
+@attrs.frozen
+class Bounds:
+    """The bounds of one exploration (the defaults are ``statemeta verify``'s)."""
+
+    stream_tasks: int = attrs.field(default=2, validator=attrs.validators.in_((0, 1, 2)))
+    """Plain stream tasks (s1, then s3)."""
+    fill_history: bool = True
+    """The stream task f1 and its fill-history task h1."""
+    trigger_timer: bool = False
+    """The stream task s2, with a trigger timer."""
+    role_changes: int = 2
+    start_rounds: int = 1
+    reopens: int = 1
+    """close_reopen and crash_reopen together."""
+    faults: int = 1
+    clock_advances: int = 1
+    max_depth: int = 4
+    """The longest path explored (operations from the empty meta)."""
+
+    @property
+    def slots(self) -> tuple[TaskSlot, ...]:
+        names = set(PLAIN_STREAM_SLOTS[: self.stream_tasks])
+        if self.trigger_timer:
+            names.add(TRIGGER_SLOT)
+        if self.fill_history:
+            names.update(FILL_HISTORY_PAIR)
+        if not names:
+            raise MisuseError("the bounds put no task in play")
+        return tuple(s for s in TASK_POOL if s.name in names)
+
+    @property
+    def level(self) -> int:
+        """3 (persistence) when reopens or faults are in play, else 2."""
+        return 3 if self.reopens or self.faults else 2
+
+    def budgets(self) -> tuple[tuple[str, int], ...]:
+        """The starting budgets, by name (sorted)."""
+        return tuple(sorted((name, getattr(self, name)) for name in set(BUDGETED.values())))
+
+    def alphabet(self) -> tuple[Op, ...]:
+        """Every operation of the level with every argument, tasks restricted to the slots."""
+        slot_names = tuple(s.name for s in self.slots)
+        ops: list[Op] = []
+        for spec in ops_at(self.level):
+            domains = [
+                slot_names if p.kind == "task" else p.domain for p in spec.params
+            ]
+            for values in itertools.product(*domains):
+                args = {p.name: v for p, v in zip(spec.params, values, strict=True)}
+                ops.append(Op.of(spec.name, **args))
+        return tuple(ops)
+
+    def to_json(self) -> dict[str, int | bool | list[str]]:
+        out: dict[str, int | bool | list[str]] = attrs.asdict(self)
+        out["slots"] = [s.name for s in self.slots]
+        return out

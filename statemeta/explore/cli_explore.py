@@ -1,0 +1,280 @@
+"""``statemeta explore`` and ``statemeta verify``: the subcommands of the explorer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from statemeta.explore.bounds import Bounds
+from statemeta.explore.coverage import format_report, invariant_ids, report
+from statemeta.explore.search import Counterexample, Exploration, Stats, explore
+from statemeta.harness.operations import Op
+from statemeta.harness.reference import ReferenceAdapter
+from statemeta.harness.variants import VARIANTS
+
+DEFAULT_BOUNDS = Bounds()
+CAMPAIGN_EXAMPLES = 100
+"""The property campaign of ``verify``: examples of the level-3 machine (the ``ci`` size)."""
+CAMPAIGN_STEPS = 50
+"""Steps per example (Hypothesis' default stateful_step_count)."""
+
+
+def add_bound_options(parser: argparse.ArgumentParser) -> None:
+    d = DEFAULT_BOUNDS
+    parser.add_argument("--stream-tasks", type=int, default=d.stream_tasks, choices=(0, 1, 2),
+                        help="plain stream tasks s1, s3 (default: %(default)s)")
+    parser.add_argument("--no-fill-history", dest="fill_history", action="store_false",
+                        help="leave out the pair f1 (stream task) / h1 (its fill-history task)")
+    parser.add_argument("--trigger-timer", action="store_true",
+                        help="add s2, a stream task with a trigger timer")
+    for name, help_text in (
+        ("role_changes", "update_stage_role calls"),
+        ("start_rounds", "start_all calls"),
+        ("reopens", "close_reopen and crash_reopen calls"),
+        ("faults", "fail_next calls (injected store faults)"),
+        ("clock_advances", "advance_clock calls"),
+        ("max_depth", "operations per path"),
+    ):
+        flag = "--" + name.replace("_", "-")
+        parser.add_argument(flag, type=int, default=getattr(d, name),
+                            help=f"at most this many {help_text} (default: %(default)s)")
+    parser.add_argument("--no-symmetry", dest="symmetry", action="store_false",
+                        help="no symmetry reduction (interchangeable tasks kept apart)")
+
+
+def bounds_from(args: argparse.Namespace) -> Bounds:
+    return Bounds(
+        stream_tasks=args.stream_tasks,
+        fill_history=args.fill_history,
+        trigger_timer=args.trigger_timer,
+        role_changes=args.role_changes,
+        start_rounds=args.start_rounds,
+        reopens=args.reopens,
+        faults=args.faults,
+        clock_advances=args.clock_advances,
+        max_depth=args.max_depth,
+    )
+
+
+def _progress(stats: Stats) -> None:
+    print(
+        f"\rdepth {stats.depth + 1}: {stats.states} states, {stats.transitions} transitions, "
+        f"{stats.states_per_second:.0f} states/s",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def configure_explore(parser: argparse.ArgumentParser) -> None:
+    add_bound_options(parser)
+    parser.add_argument("--variant", choices=sorted(VARIANTS),
+                        help="explore a broken variant against the reference")
+    parser.add_argument("--sut", metavar="CMD",
+                        help="replay a path to every state found against this implementation")
+    parser.add_argument("--depth", type=int, dest="sut_depth", default=None,
+                        help="with --sut: paths up to this depth (default: --max-depth)")
+    parser.add_argument("--trace", type=Path, default=Path("explore-counterexample.json"),
+                        help="where a counterexample is written (default: %(default)s)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def run_explore(args: argparse.Namespace) -> int:
+    bounds = bounds_from(args)
+    if args.sut is not None and args.sut_depth is not None:
+        bounds = attrs.evolve(bounds, max_depth=args.sut_depth)
+    progress = None if args.quiet or args.json else _progress
+    result = explore(
+        bounds,
+        variant=args.variant,
+        symmetry=args.symmetry,
+        keep_paths=args.sut is not None,
+        progress=progress,
+    )
+    if progress is not None:
+        print(file=sys.stderr)
+    doc = report(result)
+    if result.counterexample is not None:
+        write_counterexample(result, args.trace)
+        doc["trace"] = str(args.trace)
+    if args.sut is not None and result.counterexample is None:
+        doc["sut"] = run_sut(args.sut, result)
+    print(json.dumps(doc, indent=2) if args.json else _text(doc))
+    ok = result.counterexample is None and (args.sut is None or doc["sut"]["failure"] is None)
+    return 0 if ok else 1
+
+
+def _text(doc: dict[str, Any]) -> str:
+    text = format_report(doc)
+    if "trace" in doc:
+        text += f"\ncounterexample trace written to {doc['trace']} (statemeta replay runs it)"
+    sut = doc.get("sut")
+    if sut is not None:
+        text += (
+            f"\nimplementation under test: {sut['paths']} paths, {sut['steps']} steps replayed"
+        )
+        if sut["failure"] is not None:
+            text += f"; FAILED: {sut['failure']} (trace: {sut['trace']})"
+    return text
+
+
+def serve_command(variant: str) -> str:
+    """The command that serves ``variant`` over the harness protocol."""
+    return f"{sys.executable} -m statemeta.serve --variant {variant}"
+
+
+def write_counterexample(result: Exploration, path: Path) -> None:
+    """The counterexample in the harness trace format (``statemeta replay`` runs it)."""
+    from statemeta.harness.trace import Failure, Trace, TraceStep, write_trace
+
+    cex = result.counterexample
+    assert cex is not None
+    sut = serve_command(result.variant) if result.variant else "reference"
+    trace = Trace(
+        level=result.bounds.level,
+        sut=sut,
+        steps=tuple(TraceStep(s.op, s.reference, s.variant) for s in cex.steps),
+        failure=Failure(
+            _trace_kind(cex), cex.detail, cex.reference_view, cex.variant_view
+        ),
+    )
+    write_trace(trace, path)
+
+
+def _trace_kind(cex: Counterexample) -> str:
+    """The trace format's failure kinds: a broken invariant or crash of either side is an
+    invariant failure there (the reference's own ones included)."""
+    return cex.kind if cex.kind in ("result", "view") else "invariant"
+
+
+def run_sut(command: str, result: Exploration) -> dict[str, Any]:
+    """Conformance by exhaustion: every path of the covering set, replayed differentially."""
+    from statemeta.harness.subprocess_adapter import SubprocessAdapter
+    from statemeta.harness.trace import replay, write_trace
+
+    sut = SubprocessAdapter(command)
+    steps = 0
+    try:
+        for ops in sorted(result.leaves, key=len):
+            failed = replay(
+                ops,
+                level=result.bounds.level,
+                sut=sut,
+                sut_command=command,
+            )
+            steps += len(ops)
+            if failed is not None:
+                path = Path("explore-sut-failure.json")
+                write_trace(failed, path)
+                return {"paths": len(result.leaves), "steps": steps,
+                        "failure": failed.failure.detail, "trace": str(path)}
+    finally:
+        sut.close()
+    return {"paths": len(result.leaves), "steps": steps, "failure": None}
+
+
+# -- verify ----------------------------------------------------------------------------------
+
+
+def configure_verify(parser: argparse.ArgumentParser) -> None:
+    add_bound_options(parser)
+    parser.add_argument("--examples", type=int, default=CAMPAIGN_EXAMPLES,
+                        help="property campaign examples (default: %(default)s)")
+    parser.add_argument("--steps", type=int, default=CAMPAIGN_STEPS,
+                        help="steps per example (default: %(default)s)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+class _CountingReference(ReferenceAdapter):
+    """The campaign's reference, counting the operations it runs."""
+
+    calls = 0
+
+    def call(self, op: Op) -> dict[str, Any]:
+        type(self).calls += 1
+        return super().call(op)
+
+
+def run_campaign(examples: int, steps: int) -> tuple[int, str | None]:
+    """The level-3 property machine with the given size: (steps run, failure or None)."""
+    from hypothesis import HealthCheck, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from statemeta.harness.machine import build_machine
+
+    _CountingReference.calls = 0
+    machine = build_machine(3, reference=_CountingReference, name="VerifyMachine")
+    try:
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=steps,
+                deadline=None,
+                derandomize=True,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+    except Exception as error:  # a failing example: the campaign's verdict
+        return _CountingReference.calls, f"{type(error).__name__}: {error}"
+    return _CountingReference.calls, None
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    progress = None if args.quiet or args.json else _progress
+    result = explore(bounds_from(args), symmetry=args.symmetry, progress=progress)
+    if progress is not None:
+        print(file=sys.stderr)
+    doc = report(result)
+    if result.counterexample is not None:
+        write_counterexample(result, Path("explore-counterexample.json"))
+    steps, failure = run_campaign(args.examples, args.steps)
+    ok = result.counterexample is None and failure is None
+    summary = {
+        "ok": ok,
+        "explore": doc,
+        "campaign": {"examples": args.examples, "steps_run": steps, "failure": failure},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        lifecycle = doc["lifecycle_rows"]
+        roles = doc["role_rows"]
+        print(format_report(doc))
+        print(
+            f"\nverify: {doc['states']} states "
+            + ("explored exhaustively" if result.complete else "explored up to a counterexample")
+            + f" (depth {doc['depth']}), "
+            f"lifecycle rows {len(lifecycle['taken'])}/{lifecycle['total']}, role rows "
+            f"{len(roles['taken'])}/{roles['total']}, {len(invariant_ids())} invariants checked "
+            f"in every state; property campaign: {steps} steps in {args.examples} examples"
+            + ("" if failure is None else f" FAILED: {failure}")
+            + f"; {summary['seconds']} s: {'OK' if ok else 'FAILED'}"
+        )
+    return 0 if ok else 1
+
+
+COMMANDS = {
+    "explore": (
+        "explore every state within bounds, checking every invariant (--sut: conformance)",
+        configure_explore,
+        run_explore,
+    ),
+    "verify": (
+        "the main check: exhaustive exploration of the default bounds plus a property campaign",
+        configure_verify,
+        run_verify,
+    ),
+}
+"""The explorer's entries of statemeta.cli.SUBCOMMANDS: name -> (help, configure, run)."""

@@ -1,0 +1,131 @@
+"""The coverage report of an exploration: table rows taken, rows not reached (and why), and
+the size and speed of the search; as JSON for machines and as text for people."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from statemeta import invariants
+from statemeta.explore.search import Exploration
+from statemeta.lifecycle import LIFECYCLE_ROWS
+from statemeta.roles import ROLE_ROWS
+from statemeta.tables import Role, TransitionRow
+
+
+def invariant_ids() -> tuple[str, ...]:
+    """The catalogue of spec/invariants.md: every function of statemeta.invariants whose
+    docstring starts with its own id."""
+    ids = []
+    for name in invariants.__all__:
+        doc = getattr(getattr(invariants, name), "__doc__", None) or ""
+        invariant_id = name.replace("_", "-")
+        if doc.startswith(f"{invariant_id}:"):
+            ids.append(invariant_id)
+    return tuple(ids)
+
+
+def _row_name(row: TransitionRow) -> str:
+    how = f" (attached, waits for {row.attach.name})" if row.attach is not None else ""
+    phase = " (two-phase)" if row.two_phase else ""
+    return f"{row.from_status.name} -{row.event.name}-> {row.to_status.name}{how}{phase}"
+
+
+def _role_name(row: tuple[Role, Any, Role]) -> str:
+    return f"{row[0].name} -{row[1].name}-> {row[2].name}"
+
+
+def report(result: Exploration) -> dict[str, Any]:
+    """The report as a JSON value."""
+    bounds = result.bounds
+    lifecycle_taken = result.coverage.lifecycle_rows
+    taken = []
+    missed = []
+    for row in LIFECYCLE_ROWS:
+        if lifecycle_taken[row]:
+            taken.append({"row": _row_name(row), "times": lifecycle_taken[row]})
+        elif row.from_status not in result.statuses:
+            missed.append({
+                "row": _row_name(row),
+                "reason": f"no task is ever {row.from_status.name} within the bounds",
+            })
+        else:
+            missed.append({
+                "row": _row_name(row),
+                "reason": f"{row.from_status.name} is reached, but not with {row.event.name} "
+                f"applied within {bounds.max_depth} operations",
+            })
+    role_taken = result.coverage.role_rows
+    roles_seen = {r[0] for r in role_taken} | {r[2] for r in role_taken} | {Role.UNINIT}
+    role_rows = []
+    role_missed = []
+    for r in ROLE_ROWS:
+        key = (r.from_role, r.event, r.to_role)
+        if role_taken[key]:
+            role_rows.append({"row": _role_name(key), "times": role_taken[key]})
+        else:
+            reason = (
+                f"{r.from_role.name} is never reached within the bounds"
+                if r.from_role not in roles_seen
+                else f"not taken within {bounds.max_depth} operations and "
+                f"{bounds.role_changes} role changes"
+            )
+            role_missed.append({"row": _role_name(key), "reason": reason})
+    stats = result.stats
+    counterexample = result.counterexample
+    return {
+        "bounds": bounds.to_json(),
+        "variant": result.variant,
+        "symmetry": result.symmetry,
+        "complete": result.complete,
+        "states": stats.states,
+        "transitions": stats.transitions,
+        "depth": stats.depth,
+        "states_per_depth": stats.per_depth,
+        "seconds": round(stats.seconds, 3),
+        "states_per_second": round(stats.states_per_second, 1),
+        "transitions_per_second": round(stats.transitions / stats.seconds, 1)
+        if stats.seconds
+        else 0.0,
+        "invariants": list(invariant_ids()),
+        "lifecycle_rows": {
+            "total": len(LIFECYCLE_ROWS),
+            "taken": taken,
+            "not_reached": missed,
+        },
+        "role_rows": {"total": len(ROLE_ROWS), "taken": role_rows, "not_reached": role_missed},
+        "counterexample": None
+        if counterexample is None
+        else {
+            "kind": counterexample.kind,
+            "detail": counterexample.detail,
+            "length": len(counterexample.steps),
+            "ops": [repr(op) for op in counterexample.ops],
+        },
+    }
+
+
+def format_report(doc: dict[str, Any]) -> str:
+    """The report for people."""
+    lifecycle = doc["lifecycle_rows"]
+    roles = doc["role_rows"]
+    lines = [
+        f"explored {doc['states']} distinct states, {doc['transitions']} transitions, "
+        f"depth {doc['depth']}, in {doc['seconds']:.1f} s ({doc['states_per_second']:.0f} "
+        f"states/s, {doc['transitions_per_second']:.0f} transitions/s)"
+        + (" with symmetry reduction" if doc["symmetry"] else ""),
+        f"states first found per depth: {doc['states_per_depth']}",
+        f"bounds: {doc['bounds']}",
+        f"invariants checked in every state: {len(doc['invariants'])} "
+        f"({', '.join(doc['invariants'])})",
+        f"lifecycle rows taken: {len(lifecycle['taken'])}/{lifecycle['total']}",
+    ]
+    lines += [f"  not reached: {m['row']}: {m['reason']}" for m in lifecycle["not_reached"]]
+    lines.append(f"role rows taken: {len(roles['taken'])}/{roles['total']}")
+    lines += [f"  not reached: {m['row']}: {m['reason']}" for m in roles["not_reached"]]
+    cex = doc["counterexample"]
+    if cex is None:
+        lines.append("no invariant fails" + ("" if doc["complete"] else " (search incomplete)"))
+    else:
+        lines.append(f"FAILED ({cex['kind']}) after {cex['length']} steps: {cex['detail']}")
+        lines += [f"  {i + 1}. {op}" for i, op in enumerate(cex["ops"])]
+    return "\n".join(lines)
