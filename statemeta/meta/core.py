@@ -434,7 +434,7 @@ class StreamMeta:
             entry.task_timers.remove(timer)
             entry.timer_active -= 1
             if entry.drop_pending and entry.timer_active == 0 and self._mapped(entry):
-                entry.drop_pending = False  # if the removal fails it stays DROPPING: unregister retries
+                entry.drop_pending = False  # a failed removal stays DROPPING: unregister retries
                 self._remove(entry)
 
         timer = self._clock.call_later(delay_ms, self._callback(end))

@@ -19,14 +19,23 @@ def test_spec_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["spec", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {
-        "statuses", "events", "transitions", "roles", "role_events", "role_transitions"
+        "statuses",
+        "events",
+        "transitions",
+        "roles",
+        "role_events",
+        "role_transitions",
     }
     assert {"name": "scan_history", "value": 4} in doc["statuses"]
     assert {"name": "gen_checkpoint", "value": 5} in doc["events"]
     assert {"name": "leader", "value": 2} in doc["roles"]
     assert len(doc["transitions"]) == 33
     assert doc["transitions"][0] == {
-        "from": "uninit", "event": "init", "to": "ready", "attach": None, "two_phase": True
+        "from": "uninit",
+        "event": "init",
+        "to": "ready",
+        "attach": None,
+        "two_phase": True,
     }
     attached = {"from": "ck", "event": "pause", "to": "pause", "attach": "ready"}
     assert {**attached, "two_phase": False} in doc["transitions"]
@@ -76,7 +85,10 @@ def test_python_dash_m_runs_the_command() -> None:
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, "-m", "statemeta", "spec", "--json"],
-        capture_output=True, text=True, cwd=root, check=False,
+        capture_output=True,
+        text=True,
+        cwd=root,
+        check=False,
         env={"PYTHONPATH": str(root), "PATH": ""},
     )
     assert done.returncode == 0, done.stderr

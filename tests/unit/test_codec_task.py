@@ -51,17 +51,23 @@ def test_a_fetch_sink_task_byte_for_byte() -> None:
         + "0000"  # msgType
         + "00"  # taskStatus
         + "01"  # schedStatus INACTIVE
-        + le(0, 4) + le(0, 4)  # selfChildId, nodeId
-        + EMPTY_EP_SET + EMPTY_EP_SET  # epSet, mnodeEpset
-        + le(0x33, 8) + le(0x44, 8)  # checkpointId, checkpointVer
+        + le(0, 4)
+        + le(0, 4)  # selfChildId, nodeId
+        + EMPTY_EP_SET
+        + EMPTY_EP_SET  # epSet, mnodeEpset
+        + le(0x33, 8)
+        + le(0x44, 8)  # checkpointId, checkpointVer
         + "01"  # fillHistory
-        + le(0, 8) + le(0, 4)  # hTaskInfo.id
-        + le(0x11, 8) + le(0x21, 4)  # streamTaskId
+        + le(0, 8)
+        + le(0, 4)  # hTaskInfo.id
+        + le(0x11, 8)
+        + le(0x21, 4)  # streamTaskId
         + le(0, 8) * 4  # minVer, maxVer, skey, ekey
         + le(0, 4)  # upstream count; a sink has no qmsg
         + "07"  # FETCH: I8 reserved
         + le(-1, 8)  # triggerParam
-        + "8002" + "00" * 256  # CStrWithLen(reserve, 255)
+        + "8002"
+        + "00" * 256  # CStrWithLen(reserve, 255)
     )
     expected = le(len(body) // 2, 4) + body
     assert encode_task(task).hex() == expected

@@ -59,9 +59,7 @@ def test_threads_keep_every_invariant(tmp_path: Path) -> None:
 
 
 def run_threads(tmp_path: Path) -> None:
-    meta = ThreadSafeStreamMeta.open(
-        tmp_path, 7, clock=VirtualClock(), store_factory=lmdb_factory
-    )
+    meta = ThreadSafeStreamMeta.open(tmp_path, 7, clock=VirtualClock(), store_factory=lmdb_factory)
     errors: list[BaseException] = []
     threads = [
         threading.Thread(target=worker, args=(meta, seed, errors)) for seed in range(THREADS)
@@ -98,13 +96,15 @@ def test_waiting_writer_goes_before_new_readers() -> None:
     lock = RWLock()
     order: list[str] = []
     lock.acquire_read()
-    writer = threading.Thread(target=lambda: (lock.acquire_write(), order.append("w"),
-                                              lock.release_write()))
+    writer = threading.Thread(
+        target=lambda: (lock.acquire_write(), order.append("w"), lock.release_write())
+    )
     writer.start()
     while not lock._writers_waiting:
         pass
-    reader = threading.Thread(target=lambda: (lock.acquire_read(), order.append("r"),
-                                              lock.release_read()))
+    reader = threading.Thread(
+        target=lambda: (lock.acquire_read(), order.append("r"), lock.release_read())
+    )
     reader.start()
     lock.release_read()
     writer.join(5)
@@ -116,8 +116,7 @@ def test_real_clock_timers_fire_under_the_lock_and_finish_a_deferred_drop(tmp_pa
     """The live path: RealClock timer threads run the meta's callbacks through the facade."""
     import time
 
-    meta = ThreadSafeStreamMeta.open(tmp_path, 7, store_factory=lmdb_factory,
-                                     check_invariants=True)
+    meta = ThreadSafeStreamMeta.open(tmp_path, 7, store_factory=lmdb_factory, check_invariants=True)
     try:
         assert meta.register(task(1), 5)
         meta.start_task_timer(0x10, 1, delay_ms=30)

@@ -50,9 +50,7 @@ def broken(view: MetaView) -> dict[str, MetaView]:
             removed=frozenset({view.ids[1]}),
             stream_count=2,
         ),
-        "heartbeat-chain": attrs.evolve(
-            view, heartbeat=attrs.evolve(view.heartbeat, armed=True)
-        ),
+        "heartbeat-chain": attrs.evolve(view, heartbeat=attrs.evolve(view.heartbeat, armed=True)),
         "drop-pending": attrs.evolve(
             view, tasks=(attrs.evolve(first, drop_pending=True), *view.tasks[1:])
         ),

@@ -39,30 +39,102 @@ class Queued:
 
 # tdengine-stream-meta.md §1.5 (rows: status; columns: event), with §1.4's attach/two-phase.
 MATRIX: dict[TaskStatus, dict[TaskEvent, object]] = {
-    S.READY: {E.INIT: R, E.INIT_SCANHIST: R, E.SCANHIST_DONE: R, E.STOP: S.STOP,
-              E.GEN_CHECKPOINT: S.CK, E.CHECKPOINT_DONE: R, E.PAUSE: S.PAUSE, E.RESUME: R,
-              E.HALT: S.HALT, E.DROPPING: S.DROPPING},
-    S.DROPPING: {E.INIT: R, E.INIT_SCANHIST: R, E.SCANHIST_DONE: R, E.STOP: S.STOP,
-                 E.GEN_CHECKPOINT: R, E.CHECKPOINT_DONE: R, E.PAUSE: S.DROPPING, E.RESUME: R,
-                 E.HALT: R, E.DROPPING: S.DROPPING},
-    S.UNINIT: {E.INIT: Started(S.READY), E.INIT_SCANHIST: Started(S.SCAN_HISTORY),
-               E.SCANHIST_DONE: R, E.STOP: S.STOP, E.GEN_CHECKPOINT: R, E.CHECKPOINT_DONE: R,
-               E.PAUSE: S.PAUSE, E.RESUME: R, E.HALT: R, E.DROPPING: S.DROPPING},
-    S.STOP: {E.INIT: R, E.INIT_SCANHIST: R, E.SCANHIST_DONE: R, E.STOP: S.STOP,
-             E.GEN_CHECKPOINT: R, E.CHECKPOINT_DONE: R, E.PAUSE: S.STOP, E.RESUME: R, E.HALT: R,
-             E.DROPPING: S.DROPPING},
-    S.SCAN_HISTORY: {E.INIT: R, E.INIT_SCANHIST: R, E.SCANHIST_DONE: S.READY, E.STOP: S.STOP,
-                     E.GEN_CHECKPOINT: R, E.CHECKPOINT_DONE: R, E.PAUSE: S.PAUSE, E.RESUME: R,
-                     E.HALT: R, E.DROPPING: S.DROPPING},
-    S.HALT: {E.INIT: R, E.INIT_SCANHIST: R, E.SCANHIST_DONE: R, E.STOP: S.STOP,
-             E.GEN_CHECKPOINT: R, E.CHECKPOINT_DONE: R, E.PAUSE: Queued(S.READY, S.PAUSE),
-             E.RESUME: R, E.HALT: S.HALT, E.DROPPING: S.DROPPING},
-    S.PAUSE: {E.INIT: R, E.INIT_SCANHIST: R, E.SCANHIST_DONE: R, E.STOP: S.STOP,
-              E.GEN_CHECKPOINT: R, E.CHECKPOINT_DONE: R, E.PAUSE: S.PAUSE, E.RESUME: R,
-              E.HALT: S.HALT, E.DROPPING: S.DROPPING},
-    S.CK: {E.INIT: R, E.INIT_SCANHIST: R, E.SCANHIST_DONE: R, E.STOP: S.STOP,
-           E.GEN_CHECKPOINT: R, E.CHECKPOINT_DONE: S.READY, E.PAUSE: Queued(S.READY, S.PAUSE),
-           E.RESUME: R, E.HALT: Queued(S.READY, S.HALT), E.DROPPING: S.DROPPING},
+    S.READY: {
+        E.INIT: R,
+        E.INIT_SCANHIST: R,
+        E.SCANHIST_DONE: R,
+        E.STOP: S.STOP,
+        E.GEN_CHECKPOINT: S.CK,
+        E.CHECKPOINT_DONE: R,
+        E.PAUSE: S.PAUSE,
+        E.RESUME: R,
+        E.HALT: S.HALT,
+        E.DROPPING: S.DROPPING,
+    },
+    S.DROPPING: {
+        E.INIT: R,
+        E.INIT_SCANHIST: R,
+        E.SCANHIST_DONE: R,
+        E.STOP: S.STOP,
+        E.GEN_CHECKPOINT: R,
+        E.CHECKPOINT_DONE: R,
+        E.PAUSE: S.DROPPING,
+        E.RESUME: R,
+        E.HALT: R,
+        E.DROPPING: S.DROPPING,
+    },
+    S.UNINIT: {
+        E.INIT: Started(S.READY),
+        E.INIT_SCANHIST: Started(S.SCAN_HISTORY),
+        E.SCANHIST_DONE: R,
+        E.STOP: S.STOP,
+        E.GEN_CHECKPOINT: R,
+        E.CHECKPOINT_DONE: R,
+        E.PAUSE: S.PAUSE,
+        E.RESUME: R,
+        E.HALT: R,
+        E.DROPPING: S.DROPPING,
+    },
+    S.STOP: {
+        E.INIT: R,
+        E.INIT_SCANHIST: R,
+        E.SCANHIST_DONE: R,
+        E.STOP: S.STOP,
+        E.GEN_CHECKPOINT: R,
+        E.CHECKPOINT_DONE: R,
+        E.PAUSE: S.STOP,
+        E.RESUME: R,
+        E.HALT: R,
+        E.DROPPING: S.DROPPING,
+    },
+    S.SCAN_HISTORY: {
+        E.INIT: R,
+        E.INIT_SCANHIST: R,
+        E.SCANHIST_DONE: S.READY,
+        E.STOP: S.STOP,
+        E.GEN_CHECKPOINT: R,
+        E.CHECKPOINT_DONE: R,
+        E.PAUSE: S.PAUSE,
+        E.RESUME: R,
+        E.HALT: R,
+        E.DROPPING: S.DROPPING,
+    },
+    S.HALT: {
+        E.INIT: R,
+        E.INIT_SCANHIST: R,
+        E.SCANHIST_DONE: R,
+        E.STOP: S.STOP,
+        E.GEN_CHECKPOINT: R,
+        E.CHECKPOINT_DONE: R,
+        E.PAUSE: Queued(S.READY, S.PAUSE),
+        E.RESUME: R,
+        E.HALT: S.HALT,
+        E.DROPPING: S.DROPPING,
+    },
+    S.PAUSE: {
+        E.INIT: R,
+        E.INIT_SCANHIST: R,
+        E.SCANHIST_DONE: R,
+        E.STOP: S.STOP,
+        E.GEN_CHECKPOINT: R,
+        E.CHECKPOINT_DONE: R,
+        E.PAUSE: S.PAUSE,
+        E.RESUME: R,
+        E.HALT: S.HALT,
+        E.DROPPING: S.DROPPING,
+    },
+    S.CK: {
+        E.INIT: R,
+        E.INIT_SCANHIST: R,
+        E.SCANHIST_DONE: R,
+        E.STOP: S.STOP,
+        E.GEN_CHECKPOINT: R,
+        E.CHECKPOINT_DONE: S.READY,
+        E.PAUSE: Queued(S.READY, S.PAUSE),
+        E.RESUME: R,
+        E.HALT: Queued(S.READY, S.HALT),
+        E.DROPPING: S.DROPPING,
+    },
 }
 
 # How to reach each status from a new lifecycle, by calls that are all applied.
@@ -156,7 +228,10 @@ def test_init_is_started_then_completed() -> None:
     assert (task.status, task.active) == (S.UNINIT, E.INIT)
     assert task.complete(E.INIT) is Outcome.APPLIED
     assert (task.status, task.active, task.prev_status, task.prev_event) == (
-        S.READY, None, S.UNINIT, E.INIT
+        S.READY,
+        None,
+        S.UNINIT,
+        E.INIT,
     )
 
 
@@ -329,7 +404,10 @@ def test_set_ready_forces_ready_and_clears_waiting() -> None:
     task.handle(E.PAUSE)
     assert task.set_ready() is Outcome.APPLIED
     assert (task.status, task.waiting, task.prev_status, task.prev_event) == (
-        S.READY, (), S.CK, None
+        S.READY,
+        (),
+        S.CK,
+        None,
     )
 
 
@@ -375,7 +453,11 @@ def test_predicates() -> None:
     assert {s for s in TaskStatus if ready_to_run(s, 1)} == {S.READY, S.SCAN_HISTORY, S.CK}
     assert {s for s in TaskStatus if ready_to_run(s, 2)} == {S.READY, S.SCAN_HISTORY, S.CK}
     assert {s for s in TaskStatus if ready_to_run(s, 3)} == {
-        S.READY, S.SCAN_HISTORY, S.CK, S.PAUSE, S.HALT
+        S.READY,
+        S.SCAN_HISTORY,
+        S.CK,
+        S.PAUSE,
+        S.HALT,
     }
 
 

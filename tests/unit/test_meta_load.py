@@ -35,8 +35,9 @@ def test_load_in_key_byte_order_with_dropping_duplicate_and_corrupt(tmp_path: Pa
     dropping = task(0x5, task_status=int(TaskStatus.DROPPING))
     corrupt_key, _ = record(task(0x7))
     write_records(
-        tmp_path, dict([record(keep_a), record(keep_b), record(dropping)])
-        | {corrupt_key: b"\x05\x00\x00\x00\x02"}
+        tmp_path,
+        dict([record(keep_a), record(keep_b), record(dropping)])
+        | {corrupt_key: b"\x05\x00\x00\x00\x02"},
     )
     meta = open_meta(tmp_path)
     meta.register(task(0x1, checkpoint_id=42), 9)  # already in the map before load
@@ -59,8 +60,11 @@ def test_load_in_key_byte_order_with_dropping_duplicate_and_corrupt(tmp_path: Pa
 def test_load_removes_dropping_fill_history_and_clears_its_stream_task(tmp_path: Path) -> None:
     stream, history = fill_history_pair()
     history = StreamTask(
-        stream_id=history.stream_id, task_id=history.task_id, fill_history=1,
-        stream_task_id=history.stream_task_id, task_status=int(TaskStatus.DROPPING),
+        stream_id=history.stream_id,
+        task_id=history.task_id,
+        fill_history=1,
+        stream_task_id=history.stream_task_id,
+        task_status=int(TaskStatus.DROPPING),
     )
     write_records(tmp_path, dict([record(stream), record(history)]))
     meta = open_meta(tmp_path)

@@ -30,7 +30,9 @@ def test_round_with_failures_duplicates_and_unknown_ids(tmp_path: Path) -> None:
     meta.handle_event(0x10, 3, TaskEvent.STOP)  # cannot be acquired: fails at once
     steps = dict(meta.start_all())
     assert steps == {
-        task(1).id: StartStep.STARTED, task(2).id: StartStep.STARTED, task(3).id: StartStep.FAILED
+        task(1).id: StartStep.STARTED,
+        task(2).id: StartStep.STARTED,
+        task(3).id: StartStep.FAILED,
     }
     assert meta.report_launch(0x10, 99, True) is False  # unknown: ignored
     assert meta.complete_event(0x10, 1, TaskEvent.INIT) is Outcome.APPLIED

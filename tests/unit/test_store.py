@@ -53,7 +53,9 @@ def test_environment_lives_in_stream_subdirectory(tmp_path: Path) -> None:
     with LmdbStore.open(tmp_path / "vnode" / "tq") as opened:
         assert opened.path == str(tmp_path / "vnode" / "tq" / "stream")
     assert sorted(os.listdir(tmp_path / "vnode" / "tq" / "stream")) == [
-        "data.mdb", "lock.mdb", LOCK_FILE
+        "data.mdb",
+        "lock.mdb",
+        LOCK_FILE,
     ]
 
 

@@ -168,7 +168,13 @@ def test_counters_count_every_call_faulted_ones_included(faulty: FaultyStore) ->
     faulty.commit()
     faulty.abort()
     assert faulty.calls == {
-        "begin": 1, "put": 2, "get": 1, "items": 1, "delete": 1, "commit": 1, "abort": 1,
+        "begin": 1,
+        "put": 2,
+        "get": 1,
+        "items": 1,
+        "delete": 1,
+        "commit": 1,
+        "abort": 1,
     }
     assert faulty.faults_injected == 1
 
