@@ -24,11 +24,11 @@ from statemeta.codec import (
 )
 from statemeta.errors import ReleaseError, StatemetaError
 from statemeta.lifecycle import _STEPS, StatusChange, TaskLifecycle, TaskStatus
+from statemeta.meta.clock import WrappedClock
 from statemeta.meta.core import (
     LoadReport,
     StreamMeta,
     TaskHandle,
-    _OperationClock,
     operation,
 )
 from statemeta.meta.heartbeat import HeartbeatChain
@@ -219,7 +219,7 @@ class SecondHeartbeatChain(StreamMeta):
         was_leader = self._roles.role is Role.LEADER
         role = super().update_stage_role(stage, is_leader)
         if is_leader and was_leader:  # the seed starts a chain on every election
-            chain = HeartbeatChain(_OperationClock(self._clock, self), self._is_leader,
+            chain = HeartbeatChain(WrappedClock(self._clock, self._callback), self._is_leader,
                                    self._tick_send)
             chain.start()
             self._extra_chains.append(chain)

@@ -142,3 +142,20 @@ class RealClock:
         thread.daemon = True
         thread.start()
         return RealTimer(thread)
+
+
+class WrappedClock:
+    """A clock whose timer callbacks run through ``wrap``: as a meta operation (the core's
+    heartbeat chain), or under the facade's write lock."""
+
+    __slots__ = ("_clock", "_wrap")
+
+    def __init__(self, clock: Clock, wrap: Callable[[TimerCallback], TimerCallback]) -> None:
+        self._clock = clock
+        self._wrap = wrap
+
+    def now_ms(self) -> int:
+        return self._clock.now_ms()
+
+    def call_later(self, delay_ms: int, callback: TimerCallback) -> Timer:
+        return self._clock.call_later(delay_ms, self._wrap(callback))

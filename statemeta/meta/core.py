@@ -78,7 +78,7 @@ from statemeta.lifecycle import (
     should_pause,
     should_stop,
 )
-from statemeta.meta.clock import Clock, Timer, TimerCallback, VirtualClock
+from statemeta.meta.clock import Clock, TimerCallback, VirtualClock, WrappedClock
 from statemeta.meta.entry import ExpandHook, TaskEntry, expand_task
 from statemeta.meta.heartbeat import HeartbeatChain, HeartbeatTransport, build_hb_msg
 from statemeta.meta.start_round import (
@@ -283,7 +283,8 @@ class StreamMeta:
         self._start = StartInfo()
         self._send_before_close = False
         self._hb_sent = 0
-        self._hb = HeartbeatChain(_OperationClock(clock, self), self._is_leader, self._tick_send)
+        hb_clock = WrappedClock(clock, self._callback)
+        self._hb = HeartbeatChain(hb_clock, self._is_leader, self._tick_send)
         self._roles = RoleMachine(Role.LEADER if vg_id == SNODE_HANDLE else Role.UNINIT)
         self._closed = False
         self._depth = 0
@@ -1012,22 +1013,6 @@ class StreamMeta:
         if self._transport is not None:
             self._transport(ep_set, payload)
         return True
-
-
-class _OperationClock:
-    """The meta's clock as the heartbeat chain sees it: its ticks run as operations."""
-
-    __slots__ = ("_clock", "_meta")
-
-    def __init__(self, clock: Clock, meta: StreamMeta) -> None:
-        self._clock = clock
-        self._meta = meta
-
-    def now_ms(self) -> int:
-        return self._clock.now_ms()
-
-    def call_later(self, delay_ms: int, callback: TimerCallback) -> Timer:
-        return self._clock.call_later(delay_ms, self._meta._callback(callback))
 
 
 _decode_stored = functools.lru_cache(maxsize=8192)(decode_task)

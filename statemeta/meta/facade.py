@@ -17,7 +17,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from statemeta.codec import StreamTask, TaskId
 from statemeta.lifecycle import Outcome, TaskEvent, TaskStatus
-from statemeta.meta.clock import Clock, RealClock, Timer, TimerCallback
+from statemeta.meta.clock import Clock, RealClock, TimerCallback, WrappedClock
 from statemeta.meta.core import DropResult, LoadReport, StreamMeta, TaskHandle
 from statemeta.meta.rwlock import RWLock
 from statemeta.meta.start_round import StartRoundView, StartStep
@@ -26,22 +26,6 @@ from statemeta.roles import Role
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-class _LockedClock:
-    """The facade's clock as the core sees it: callbacks fire under the facade's write lock."""
-
-    __slots__ = ("_clock", "_facade")
-
-    def __init__(self, clock: Clock, facade: ThreadSafeStreamMeta) -> None:
-        self._clock = clock
-        self._facade = facade
-
-    def now_ms(self) -> int:
-        return self._clock.now_ms()
-
-    def call_later(self, delay_ms: int, callback: TimerCallback) -> Timer:
-        return self._clock.call_later(delay_ms, lambda: self._facade._write(callback))
 
 
 class ThreadSafeStreamMeta:
@@ -66,8 +50,8 @@ class ThreadSafeStreamMeta:
     ) -> ThreadSafeStreamMeta:
         """``StreamMeta.open`` with the same options; the clock defaults to a RealClock."""
         facade = cls(clock if clock is not None else RealClock())
-        meta = StreamMeta.open(path, vg_id, stage, clock=_LockedClock(facade._clock, facade),
-                               **options)
+        locked_clock = WrappedClock(facade._clock, facade._locked)
+        meta = StreamMeta.open(path, vg_id, stage, clock=locked_clock, **options)
         meta.defer_callbacks = True
         facade._meta = meta
         return facade
@@ -97,6 +81,10 @@ class ThreadSafeStreamMeta:
         for callback in callbacks:
             callback()
         return result
+
+    def _locked(self, callback: TimerCallback) -> TimerCallback:
+        """A timer callback that runs under the write lock, whichever thread fires it."""
+        return lambda: self._write(callback)
 
     def _read(self, body: Callable[[], R]) -> R:
         if getattr(self._local, "writing", False):
