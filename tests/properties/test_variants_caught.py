@@ -29,11 +29,19 @@ BUDGETS = (
 STOP), then long ones. Generation stops at the first failure: a budget is only spent in
 full on a variant it does not catch."""
 
-NOT_CAUGHT_HERE = {"waiting_fired_lifo", "waiting_fired_early"}
-"""Each needs one task driven through 4 to 7 precise lifecycle events in a row (attached
-events queued in CK or HALT, then a change): waiting_fired_lifo is not found within these
-budgets, waiting_fired_early is found but shrinks to 17 steps (over MAX_SHRUNK_STEPS). The
-explorer's BFS catches waiting_fired_lifo (tests/properties/test_explore_variants.py)."""
+NOT_CAUGHT_HERE = {
+    "waiting_fired_lifo",
+    "waiting_fired_early",
+    "dropping_kept_at_load",
+    "second_heartbeat_chain",
+    "paused_count_self_pause",
+}
+"""Not caught reliably by this random search within these budgets (issue 5 stays open on it).
+waiting_fired_lifo / waiting_fired_early need one task driven through 4 to 7 precise
+lifecycle events in a row; waiting_fired_early shrinks to 17 steps when found. The other
+three were caught only where a local example database replayed an earlier failure; from a
+clean checkout (as CI runs) these budgets miss them. The exhaustive explorer catches
+every variant, deterministically (tests/properties/test_explore_variants.py)."""
 
 _REPORT: dict[str, tuple[str, float, float, int]] = {}
 

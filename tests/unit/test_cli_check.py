@@ -56,6 +56,7 @@ VARIANT_RUN = ["--level", "3", "--examples", "100", "--steps", "20", "--seed", "
 
 NOT_YET_CAUGHT_BY_CHECK = {
     "acquire_dropping",
+    "delete_without_commit",
     "dropping_kept_at_load",
     "paused_count_forgets_stop",
     "paused_count_self_pause",
@@ -64,8 +65,9 @@ NOT_YET_CAUGHT_BY_CHECK = {
     "waiting_fired_early",
     "waiting_fired_lifo",
 }
-"""Not found by ``statemeta check`` within VARIANT_RUN (issue 6 stays open on this): the random
-search rarely drives one task through the few precise steps these need. The exhaustive
+"""Not found reliably by ``statemeta check`` within VARIANT_RUN (issue 6 stays open on this): the
+random search rarely drives one task through the few precise steps these need (from a clean
+checkout, with no example database replaying an earlier failure, as CI runs). The exhaustive
 explorer catches every one of them (tests/properties/test_explore_variants.py); the property
 suite catches most (tests/properties/test_variants_caught.py). Remove a name once check finds
 it: the test below then guards it."""

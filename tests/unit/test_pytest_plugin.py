@@ -15,14 +15,13 @@ SERVE = f"{sys.executable} -m statemeta.serve"
 
 
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """pytest in an empty directory with the plugin: the conformance run is its only test."""
+    """pytest in an empty directory: the plugin comes from the installed entry point
+    (pytest11), and the conformance run is the only test."""
     return subprocess.run(
         [
             sys.executable,
             "-m",
             "pytest",
-            "-p",
-            "statemeta.harness.pytest_plugin",
             "-p",
             "no:cacheprovider",
             "--rootdir",
