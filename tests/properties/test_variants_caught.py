@@ -39,8 +39,8 @@ NOT_CAUGHT_HERE = {
 """Not caught reliably by this random search within these budgets (issue 5 stays open on it).
 waiting_fired_lifo / waiting_fired_early need one task driven through 4 to 7 precise
 lifecycle events in a row; waiting_fired_early shrinks to 17 steps when found. The other
-three were caught only where a local example database replayed an earlier failure; from a
-clean checkout (as CI runs) these budgets miss them. The exhaustive explorer catches
+three were caught in some full runs and missed in others with the same settings (why is not
+yet understood: open work). The exhaustive explorer catches
 every variant, deterministically (tests/properties/test_explore_variants.py)."""
 
 _REPORT: dict[str, tuple[str, float, float, int]] = {}
