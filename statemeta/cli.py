@@ -22,6 +22,7 @@ from statemeta.lifecycle import (
     TaskStatus,
 )
 from statemeta.roles import ROLE_ROWS, Role, RoleEvent
+from statemeta.tools import COMMANDS as TOOL_COMMANDS
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "main", "spec_document"]
 
@@ -166,6 +167,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
 
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in EXPLORE_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in CHECK_COMMANDS.items()})
+SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in TOOL_COMMANDS.items()})
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``statemeta`` console script and of ``python -m statemeta``."""

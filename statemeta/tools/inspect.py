@@ -1,0 +1,170 @@
+"""``statemeta inspect PATH``: what a meta directory holds, read-only, like ``mdb_dump``.
+
+It opens the store read-only (no file is created or written, so it is safe while the meta's
+own process has the directory open) and reports every record of task.db: the tasks that
+decode, in key order, and every record that does not, with its key and the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import attrs
+
+from statemeta.codec import (
+    TaskLevel,
+    decode_checkpoint_info,
+    decode_task,
+    decode_task_key,
+)
+from statemeta.errors import DecodeError, IncompatibleVersionError, KeyLengthError, StoreError
+from statemeta.meta.core import TASK_TABLE
+from statemeta.store import LmdbStore
+from statemeta.tables import TaskStatus
+
+__all__ = ["COMMANDS", "BadRecord", "Inspection", "StoredTask", "inspect_meta"]
+
+
+@attrs.frozen
+class StoredTask:
+    """One task.db record that decodes: what a user asks of a stored task."""
+
+    stream_id: int
+    task_id: int
+    level: int
+    fill_history: int
+    h_task_id: tuple[int, int]
+    stream_task_id: tuple[int, int]
+    status: int
+    version: int
+    checkpoint_id: int
+    checkpoint_ver: int
+    value_size: int
+
+
+@attrs.frozen
+class BadRecord:
+    """One task.db record that does not decode."""
+
+    key_hex: str
+    reason: str
+
+
+@attrs.frozen
+class Inspection:
+    """The whole of a meta directory's task.db."""
+
+    path: str
+    tasks: tuple[StoredTask, ...]
+    latest_checkpoint_id: int
+    bad_records: tuple[BadRecord, ...]
+
+
+def _stored_task(key: bytes, value: bytes) -> StoredTask:
+    """Decodes one record; raises the codec's errors, or DecodeError for a key/value mismatch."""
+    key_ids = decode_task_key(key)
+    task = decode_task(value)
+    if key_ids != (task.stream_id, task.task_id):
+        raise DecodeError(
+            f"key names task {key_ids} but the value holds {(task.stream_id, task.task_id)}"
+        )
+    version, checkpoint_id, checkpoint_ver = decode_checkpoint_info(value)
+    return StoredTask(
+        stream_id=task.stream_id,
+        task_id=task.task_id,
+        level=task.task_level,
+        fill_history=task.fill_history,
+        h_task_id=(task.h_task_id.stream_id, task.h_task_id.task_id),
+        stream_task_id=(task.stream_task_id.stream_id, task.stream_task_id.task_id),
+        status=task.task_status,
+        version=version,
+        checkpoint_id=checkpoint_id,
+        checkpoint_ver=checkpoint_ver,
+        value_size=len(value),
+    )
+
+
+def _checkpoint_id(value: bytes) -> int:
+    """A record's share of StreamMeta.latest_checkpoint_id: its prefix's id, 0 if it does not
+    decode (the meta skips such records; any msgVer counts)."""
+    try:
+        return decode_checkpoint_info(value)[1]
+    except DecodeError:
+        return 0
+
+
+def inspect_meta(path: str | Path) -> Inspection:
+    """Reads task.db under ``path`` read-only; StoreError if there is no meta store there."""
+    store = LmdbStore.open(path, readonly=True)
+    try:
+        # No key length: a record whose key is not 16 bytes is reported, not refused.
+        rows = list(store.table(TASK_TABLE, None).items())
+    finally:
+        store.close()
+    tasks: list[StoredTask] = []
+    bad: list[BadRecord] = []
+    for key, value in rows:
+        try:
+            tasks.append(_stored_task(key, value))
+        except (DecodeError, IncompatibleVersionError, KeyLengthError) as e:
+            bad.append(BadRecord(key.hex(), str(e)))
+    latest = max([0, *(_checkpoint_id(value) for _key, value in rows)])
+    return Inspection(str(path), tuple(tasks), latest, tuple(bad))
+
+
+# -- the command -----------------------------------------------------------------------------
+
+
+def _name(enum_type: type[TaskLevel] | type[TaskStatus], value: int) -> str:
+    try:
+        return enum_type(value).name.lower()
+    except ValueError:
+        return f"unknown({value})"
+
+
+def _line(t: StoredTask) -> str:
+    return (
+        f"stream=0x{t.stream_id & (2**64 - 1):016x} task=0x{t.task_id & (2**32 - 1):08x}"
+        f" level={_name(TaskLevel, t.level)} fill_history={t.fill_history}"
+        f" h_task={t.h_task_id[0]:#x}/{t.h_task_id[1]:#x}"
+        f" stream_task={t.stream_task_id[0]:#x}/{t.stream_task_id[1]:#x}"
+        f" status={_name(TaskStatus, t.status)} ver={t.version}"
+        f" checkpoint={t.checkpoint_id}@{t.checkpoint_ver} size={t.value_size}"
+    )
+
+
+def configure_inspect(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", type=Path, help="the meta directory (holding stream/data.mdb)")
+    parser.add_argument("--json", action="store_true", help="print the inspection as JSON")
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    """Prints every task, the latest checkpoint id and every record that does not decode."""
+    try:
+        found = inspect_meta(args.path)
+    except StoreError as e:
+        print(f"statemeta inspect: no meta store at {args.path}: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(attrs.asdict(found), indent=2))
+        return 0
+    print(f"{found.path}: {len(found.tasks)} tasks, {len(found.bad_records)} undecodable records")
+    for task in found.tasks:
+        print(_line(task))
+    print(f"latest checkpoint id: {found.latest_checkpoint_id}")
+    for record in found.bad_records:
+        print(f"undecodable key={record.key_hex}: {record.reason}")
+    return 0
+
+
+COMMANDS = {
+    "inspect": (
+        "list a meta directory's tasks and undecodable records, read-only",
+        configure_inspect,
+        run_inspect,
+    ),
+}
+"""The inspector's entry of statemeta.cli.SUBCOMMANDS: name -> (help, configure, run)."""
