@@ -263,8 +263,14 @@ class TaskLifecycle:
             self.listener(self, StatusChange(old, self.status, event, row, cause))
 
     def _fire_waiting(self) -> None:
-        """Fires queued events, oldest first, while the oldest one's required status holds."""
-        while self.waiting and self.waiting[0][0] == self.status:
-            (status, event), *rest = self.waiting
-            self.waiting = tuple(rest)
+        """Fires queued events while ``_next_waiting`` names one."""
+        while (index := self._next_waiting()) is not None:
+            status, event = self.waiting[index]
+            self.waiting = self.waiting[:index] + self.waiting[index + 1 :]
             self._apply(_STEPS[status, event], "waiting")
+
+    def _next_waiting(self) -> int | None:
+        """The queued event to fire now: the oldest, once its required status holds (FIFO)."""
+        if self.waiting and self.waiting[0][0] == self.status:
+            return 0
+        return None

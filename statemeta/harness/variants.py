@@ -23,7 +23,7 @@ from statemeta.codec import (
     encode_task_key,
 )
 from statemeta.errors import ReleaseError, StatemetaError
-from statemeta.lifecycle import _STEPS, StatusChange, TaskLifecycle, TaskStatus
+from statemeta.lifecycle import StatusChange, TaskLifecycle, TaskStatus
 from statemeta.meta.clock import WrappedClock
 from statemeta.meta.core import (
     LoadReport,
@@ -32,6 +32,7 @@ from statemeta.meta.core import (
     operation,
 )
 from statemeta.meta.heartbeat import HeartbeatChain
+from statemeta.meta.start_round import StartRound
 from statemeta.roles import Role
 from statemeta.store import Table
 
@@ -136,31 +137,23 @@ class NumericLoadOrder(StreamMeta):
 
 
 class _EarlyWaitingLifecycle(TaskLifecycle):
-    def _fire_waiting(self) -> None:
-        while self.waiting:  # the required status is never compared: fired at the next change
-            (status, event), *rest = self.waiting
-            self.waiting = tuple(rest)
-            self._apply(_STEPS[status, event], "waiting")
+    def _next_waiting(self) -> int | None:
+        return 0 if self.waiting else None  # the required status is never compared
 
 
 class WaitingFiredEarly(StreamMeta):
-    def _add_entry(self, task: StreamTask, ver: int) -> None:
-        super()._add_entry(task, ver)
-        self._map[task.id].lifecycle = _EarlyWaitingLifecycle(listener=self._on_status_change)
+    lifecycle_class = _EarlyWaitingLifecycle
 
 
 class _LifoLifecycle(TaskLifecycle):
-    def _fire_waiting(self) -> None:
-        while self.waiting and self.waiting[-1][0] == self.status:
-            *rest, (status, event) = self.waiting
-            self.waiting = tuple(rest)
-            self._apply(_STEPS[status, event], "waiting")
+    def _next_waiting(self) -> int | None:
+        if self.waiting and self.waiting[-1][0] == self.status:
+            return len(self.waiting) - 1  # the newest first
+        return None
 
 
 class WaitingFiredLifo(StreamMeta):
-    def _add_entry(self, task: StreamTask, ver: int) -> None:
-        super()._add_entry(task, ver)
-        self._map[task.id].lifecycle = _LifoLifecycle(listener=self._on_status_change)
+    lifecycle_class = _LifoLifecycle
 
 
 class ReleaseBelowZero(StreamMeta):
@@ -196,18 +189,8 @@ class DroppingKeptAtLoad(StreamMeta):
 
 
 class StartRoundByCount(StreamMeta):
-    def _complete_round_if_done(self) -> None:
-        info = self._start
-        started = info.round
-        if started is None or len(started.results) < len(self._map):
-            return  # the seed: launch results counted against the map size
-        result = started.result(self._clock.now_ms())
-        info.round = None
-        info.completed += 1
-        info.last = result
-        callback = self._on_start_complete
-        if callback is not None:
-            self._callbacks.append(lambda: callback(result))
+    def _round_done(self, started: StartRound) -> bool:
+        return len(started.results) >= len(self._map)  # the seed: results counted, not matched
 
 
 class SecondHeartbeatChain(StreamMeta):

@@ -205,6 +205,9 @@ def _task_id(stream_id: int, task_id: int) -> TaskId:
 class StreamMeta:
     """One vnode's or snode's stream-task meta (SStreamMeta). Not thread-safe: see facade.py."""
 
+    lifecycle_class: type[TaskLifecycle] = TaskLifecycle
+    """What each task's lifecycle is (a test may substitute a subclass)."""
+
     @classmethod
     def open(
         cls,
@@ -856,7 +859,7 @@ class StreamMeta:
         entry = TaskEntry(
             id=task.id,
             task=task,
-            lifecycle=TaskLifecycle(listener=self._on_status_change),
+            lifecycle=self.lifecycle_class(listener=self._on_status_change),
             incarnation=next(self._incarnations),
             next_process_ver=ver,
         )
@@ -984,7 +987,7 @@ class StreamMeta:
     def _complete_round_if_done(self) -> None:
         info = self._start
         started = info.round
-        if started is None or not started.complete(self._map):
+        if started is None or not self._round_done(started):
             return
         result = started.result(self._clock.now_ms())
         info.round = None
@@ -993,6 +996,10 @@ class StreamMeta:
         callback = self._on_start_complete
         if callback is not None:
             self._callbacks.append(lambda: callback(result))
+
+    def _round_done(self, started: StartRound) -> bool:
+        """A round completes when every listed task still mapped has a result."""
+        return started.complete(self._map)
 
     def _tick_send(self) -> None:
         self._send_heartbeat(before_close=False)
