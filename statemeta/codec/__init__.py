@@ -37,7 +37,9 @@ from statemeta.codec.task import (
     decode_checkpoint_info,
     decode_task,
     decode_task_id,
+    decode_task_record,
     encode_task,
+    latest_checkpoint_id,
 )
 
 __all__ = [
@@ -74,8 +76,10 @@ __all__ = [
     "decode_task",
     "decode_task_id",
     "decode_task_key",
+    "decode_task_record",
     "encode_hb",
     "encode_task",
     "encode_task_key",
     "hb_size",
+    "latest_checkpoint_id",
 ]

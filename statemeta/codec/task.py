@@ -11,6 +11,7 @@ sink record with another qmsg is refused, so that decode(encode(task)) == task.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -25,7 +26,7 @@ from statemeta.codec.fields import (
     required_int,
     tuple_of,
 )
-from statemeta.codec.key import NO_RELATED_TASK, TASK_ID, TaskId
+from statemeta.codec.key import NO_RELATED_TASK, TASK_ID, TaskId, decode_task_key
 from statemeta.codec.output import OUTPUT_LAYOUTS, OUTPUT_RECORDS, FixedDispatch, Output
 from statemeta.codec.primitives import (
     I8,
@@ -44,7 +45,7 @@ from statemeta.codec.primitives import (
     compiled_builder,
     parse_checked,
 )
-from statemeta.errors import IncompatibleVersionError, InvalidRecordError
+from statemeta.errors import DecodeError, IncompatibleVersionError, InvalidRecordError
 
 SSTREAM_TASK_VER = 2
 SSTREAM_TASK_INCOMPATIBLE_VER = 1
@@ -222,3 +223,27 @@ def decode_task_id(b: bytes) -> TaskId:
     """The id of a task value (the vnode snapshot writer's decoder); the version must be 2."""
     prefix = parse_checked(TASK_ID_PREFIX, b)
     return TaskId(prefix.stream_id, prefix.task_id)
+
+
+def decode_task_record(key: bytes, value: bytes) -> StreamTask:
+    """A task.db record: the value decoded, and checked to be the task its key names.
+
+    Raises what decode_task_key and decode_task raise, and DecodeError when they disagree.
+    """
+    key_id = TaskId(*decode_task_key(key))
+    task = decode_task(value)
+    if key_id != task.id:
+        raise DecodeError(f"the key names task {key_id}, the value {task.id}", field="key")
+    return task
+
+
+def latest_checkpoint_id(values: Iterable[bytes]) -> int:
+    """streamMetaGetLatestCheckpointId: the largest checkpointId among the values' prefixes,
+    any msgVer; values whose prefix does not decode are skipped; 0 when there is none."""
+    latest = 0
+    for value in values:
+        try:
+            latest = max(latest, decode_checkpoint_info(value)[1])
+        except DecodeError:
+            continue
+    return latest

@@ -55,10 +55,11 @@ from statemeta.codec import (
     TaskId,
     decode_checkpoint_info,
     decode_task,
-    decode_task_key,
+    decode_task_record,
     encode_hb,
     encode_task,
     encode_task_key,
+    latest_checkpoint_id,
 )
 from statemeta.errors import (
     DecodeError,
@@ -484,15 +485,9 @@ class StreamMeta:
         deletes: list[bytes] = []
         for key, value in self._tasks.items():
             try:
-                task = decode_task(value)
-                key_id = TaskId(*decode_task_key(key))
+                task = decode_task_record(key, value)
             except (DecodeError, IncompatibleVersionError, KeyLengthError) as e:
                 undecodable.append(SkippedRecord(key.hex(), str(e)))
-                continue
-            if key_id != task.id:
-                undecodable.append(
-                    SkippedRecord(key.hex(), f"the key names task {key_id}, the value {task.id}")
-                )
                 continue
             if task.id in self._map:
                 duplicates.append(task.id)
@@ -537,14 +532,7 @@ class StreamMeta:
 
         Reads each record's checkpoint-info prefix; records that do not decode are skipped.
         """
-        latest = 0
-        for _key, value in self._tasks.items():
-            try:
-                _ver, checkpoint_id, _checkpoint_ver = decode_checkpoint_info(value)
-            except DecodeError:
-                continue
-            latest = max(latest, checkpoint_id)
-        return latest
+        return latest_checkpoint_id(value for _key, value in self._tasks.items())
 
     def stored_tasks(self) -> tuple[tuple[bytes, StreamTask | None], ...]:
         """Every record of task.db as the open transaction sees it (None: does not decode)."""

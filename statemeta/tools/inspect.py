@@ -17,8 +17,8 @@ import attrs
 from statemeta.codec import (
     TaskLevel,
     decode_checkpoint_info,
-    decode_task,
-    decode_task_key,
+    decode_task_record,
+    latest_checkpoint_id,
 )
 from statemeta.errors import DecodeError, IncompatibleVersionError, KeyLengthError, StoreError
 from statemeta.meta.core import TASK_TABLE
@@ -65,12 +65,7 @@ class Inspection:
 
 def _stored_task(key: bytes, value: bytes) -> StoredTask:
     """Decodes one record; raises the codec's errors, or DecodeError for a key/value mismatch."""
-    key_ids = decode_task_key(key)
-    task = decode_task(value)
-    if key_ids != (task.stream_id, task.task_id):
-        raise DecodeError(
-            f"key names task {key_ids} but the value holds {(task.stream_id, task.task_id)}"
-        )
+    task = decode_task_record(key, value)
     version, checkpoint_id, checkpoint_ver = decode_checkpoint_info(value)
     return StoredTask(
         stream_id=task.stream_id,
@@ -85,15 +80,6 @@ def _stored_task(key: bytes, value: bytes) -> StoredTask:
         checkpoint_ver=checkpoint_ver,
         value_size=len(value),
     )
-
-
-def _checkpoint_id(value: bytes) -> int:
-    """A record's share of StreamMeta.latest_checkpoint_id: its prefix's id, 0 if it does not
-    decode (the meta skips such records; any msgVer counts)."""
-    try:
-        return decode_checkpoint_info(value)[1]
-    except DecodeError:
-        return 0
 
 
 def inspect_meta(path: str | Path) -> Inspection:
@@ -111,7 +97,7 @@ def inspect_meta(path: str | Path) -> Inspection:
             tasks.append(_stored_task(key, value))
         except (DecodeError, IncompatibleVersionError, KeyLengthError) as e:
             bad.append(BadRecord(key.hex(), str(e)))
-    latest = max([0, *(_checkpoint_id(value) for _key, value in rows)])
+    latest = latest_checkpoint_id(value for _key, value in rows)
     return Inspection(str(path), tuple(tasks), latest, tuple(bad))
 
 
