@@ -10,6 +10,7 @@ after close, open and load with the records committed before. Each function rais
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,12 @@ _NOT_TABLE_CAUSES = frozenset({"resume", "reset", "set_ready"})
 
 def _fail(invariant_id: str, evidence: str) -> InvariantViolation:
     return InvariantViolation(invariant_id, evidence)
+
+
+@functools.lru_cache(maxsize=8192)
+def _key_id(key: bytes) -> TaskId:
+    """The id a task.db key names (cached: the checks decode the same few keys at every step)."""
+    return TaskId(*decode_task_key(key))
 
 
 # -- over a view ---------------------------------------------------------------------------
@@ -189,7 +196,7 @@ def store_mirror(
     seen: set[TaskId] = set()
     for key, task in stored:
         try:
-            key_id = TaskId(*decode_task_key(key))
+            key_id = _key_id(key)
         except DecodeError as e:
             raise _fail("store-mirror", f"stored key {key.hex()} does not decode: {e}") from e
         if key_id not in records:
@@ -265,7 +272,7 @@ def check_trace(trace: CheckTrace) -> None:
 def reopen(committed_keys: Sequence[bytes], view: MetaView) -> None:
     """reopen: after close, open and load_all of a fresh meta, its ids are the committed
     records' (in key byte order), every task UNINIT, not downstream-ready, paused_count 0."""
-    expected = tuple(TaskId(*decode_task_key(k)) for k in sorted(committed_keys))
+    expected = tuple(_key_id(k) for k in sorted(committed_keys))
     if view.ids != expected:
         raise _fail(
             "reopen",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import sys
 import time
 from pathlib import Path
@@ -14,11 +16,16 @@ import attrs
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.coverage import format_report, invariant_ids, report
 from statemeta.explore.search import Counterexample, Exploration, Stats, explore
+from statemeta.harness.cli_check import positive_int
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.variants import VARIANTS
 
 DEFAULT_BOUNDS = Bounds()
+DEFAULT_WORKERS = (
+    min(2, os.cpu_count() or 1) if "fork" in multiprocessing.get_all_start_methods() else 1
+)
+"""Processes expanding the large levels (the CI machine has 2 cores; workers are forked)."""
 CAMPAIGN_EXAMPLES = 100
 """The property campaign of ``verify``: examples of the level-3 machine (the ``ci`` size)."""
 CAMPAIGN_STEPS = 50
@@ -46,6 +53,9 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
                             help=f"at most this many {help_text} (default: %(default)s)")
     parser.add_argument("--no-symmetry", dest="symmetry", action="store_false",
                         help="no symmetry reduction (interchangeable tasks kept apart)")
+    parser.add_argument("--workers", type=positive_int, default=DEFAULT_WORKERS,
+                        help="processes expanding each large level; the result is the same "
+                        "for any number (default: %(default)s)")
 
 
 def bounds_from(args: argparse.Namespace) -> Bounds:
@@ -97,6 +107,7 @@ def run_explore(args: argparse.Namespace) -> int:
         symmetry=args.symmetry,
         keep_paths=args.sut is not None,
         progress=progress,
+        workers=args.workers,
     )
     if progress is not None:
         print(file=sys.stderr)
@@ -232,7 +243,9 @@ def run_campaign(examples: int, steps: int) -> tuple[int, str | None]:
 def run_verify(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     progress = None if args.quiet or args.json else _progress
-    result = explore(bounds_from(args), symmetry=args.symmetry, progress=progress)
+    result = explore(
+        bounds_from(args), symmetry=args.symmetry, progress=progress, workers=args.workers
+    )
     if progress is not None:
         print(file=sys.stderr)
     doc = report(result)

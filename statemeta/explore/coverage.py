@@ -79,6 +79,8 @@ def report(result: Exploration) -> dict[str, Any]:
         "complete": result.complete,
         "states": stats.states,
         "transitions": stats.transitions,
+        "mirrored_transitions": stats.mirrored,
+        "workers": result.workers,
         "depth": stats.depth,
         "states_per_depth": stats.per_depth,
         "seconds": round(stats.seconds, 3),
@@ -114,6 +116,8 @@ def format_report(doc: dict[str, Any]) -> str:
         f"states/s, {doc['transitions_per_second']:.0f} transitions/s)"
         + (" with symmetry reduction" if doc["symmetry"] else ""),
         f"states first found per depth: {doc['states_per_depth']}",
+        f"transitions not run as mirrors of symmetric ones: {doc['mirrored_transitions']}; "
+        f"worker processes: {doc['workers']}",
         f"bounds: {doc['bounds']}",
         f"invariants checked in every state: {len(doc['invariants'])} "
         f"({', '.join(doc['invariants'])})",

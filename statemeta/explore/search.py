@@ -4,36 +4,47 @@ shortest counterexample when one fails.
 The explored system is the reference adapter, or, for a broken variant, the pair (reference,
 variant) driven in lockstep and compared after every step exactly as the harness compares an
 implementation (statemeta.harness.machine.compare_step): some variants break no invariant of
-their own and differ only in what they return or show. The meta runs in check mode, so every
-operation (and every timer it fires) ends with the whole invariant catalogue; the explorer adds
-the ``reopen`` invariant after each close or crash and reopen.
+their own and differ only in what they return or show. The meta's operations end with the
+trace invariants (what the operation did; timer callbacks with the whole catalogue), the
+explorer checks the state invariants once per distinct state (their verdict is a function of
+the key: docs/formal-checking.md) and the ``reopen`` invariant after each close or crash and
+reopen.
 
-Each state is expanded once, on forks of its adapters (fork.py); a successor whose canonical
-key (state.py) was seen before is dropped. Levels are explored in order, so the first failure
-found is at the least depth: the counterexample is a shortest one. Its results are recomputed
-by replaying it on fresh adapters, which also checks that it fails again.
+Each state is expanded once, on copies of its adapters made from one plan (fork.py); a
+successor whose canonical key (state.py) was seen before is dropped, and an operation on a
+twin slot is not run (its successor mirrors the earlier slot's). Levels are explored in order,
+so the first failure found is at the least depth: the counterexample is a shortest one. Its
+results are recomputed by replaying it on fresh adapters that check everything after every
+operation, which also checks that it fails again. Large levels may be expanded by worker
+processes; the parent merges what they found in the serial order.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import multiprocessing
 import time
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 
 import attrs
 
 from statemeta.codec import decode_task, decode_task_key
 from statemeta.errors import InvariantViolation, StatemetaError
 from statemeta.explore.bounds import BUDGETED, Bounds
-from statemeta.explore.fork import fork
+from statemeta.explore.fork import ForkPlan
 from statemeta.explore.state import StateAbstraction
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import Coverage, ReferenceAdapter
-from statemeta.invariants import reopen
+from statemeta.invariants import check_view, reopen, store_mirror
 from statemeta.lifecycle import TaskStatus
 from statemeta.meta.core import TASK_TABLE
 from statemeta.roles import Role, RoleEvent, role_row
 from statemeta.store import FaultyStore, MemoryState, MemoryStore, Store
+from statemeta.tables import TransitionRow
 
 Budgets = tuple[tuple[str, int], ...]
 Progress = Callable[["Stats"], None]
@@ -53,6 +64,10 @@ class Stats:
     seconds: float = 0.0
     per_depth: list[int] = attrs.field(factory=lambda: [1])
     """Distinct states first found at each depth."""
+    mirrored: int = 0
+    """Transitions not run because they mirror one that was: the operation names a twin slot
+    (interchangeable with an earlier slot of its class, and in the same state), so its
+    successor is a relabelling of the earlier slot's (docs/formal-checking.md)."""
 
     @property
     def states_per_second(self) -> float:
@@ -100,6 +115,8 @@ class Exploration:
     leaves: tuple[tuple[Op, ...], ...] = ()
     """With keep_paths: a path to each state that is no other state's parent (together they
     pass through every state found)."""
+    workers: int = 1
+    """Processes that expanded the large levels."""
 
 
 class _Failure(Exception):
@@ -111,6 +128,74 @@ class _Failure(Exception):
 
 System = list["ForkableReference"]
 """The reference, and the variant when one is explored."""
+_Alphabet = list[tuple[Op, str | None, str | None]]
+"""Each operation, the budget it spends and the slot it names."""
+
+
+@attrs.frozen
+class _Visit:
+    """A state to expand."""
+
+    key: Hashable
+    left: Budgets
+    """The budgets left."""
+    twins: frozenset[str]
+    system: System | None
+    """Its adapters; None after a parallel level (a worker rebuilds them from the path)."""
+
+
+@attrs.frozen
+class _Child:
+    """A successor first found by one expansion (no earlier level had it)."""
+
+    position: int
+    """Its parent's place in the frontier."""
+    op_index: int
+    key: Hashable
+    left: Budgets
+    twins: frozenset[str]
+    system: System | None
+
+
+@attrs.define
+class _Expansion:
+    """What expanding some states of a level found, in the serial search's order."""
+
+    start: int
+    """The frontier position of the first state expanded."""
+    found: list[_Child] = attrs.field(factory=list)
+    failure: tuple[int, int, str, str] | None = None
+    """(frontier position, op index, kind, detail) of the first failure; the expansion stops."""
+    transitions: int = 0
+    mirrored: int = 0
+    lifecycle_rows: Counter[TransitionRow] = attrs.field(factory=Counter)
+    """A worker's coverage and statuses, which the parent adds to its own."""
+    role_rows: Counter[tuple[Role, RoleEvent, Role]] = attrs.field(factory=Counter)
+    statuses: set[TaskStatus] = attrs.field(factory=set)
+
+
+@attrs.define
+class _Level:
+    """What expanding a level reads; parallel workers inherit it (fork) and change nothing
+    the parent sees."""
+
+    abstraction: StateAbstraction
+    alphabet: _Alphabet
+    root: ForkPlan[System]
+    """How to copy the empty meta's adapters (a rebuilt path starts from a copy)."""
+    coverage: Coverage
+    parents: dict[Hashable, tuple[Hashable, Op] | None]
+    frontier: list[_Visit]
+    keep_systems: bool
+    """The level is not the last: its children are expanded next (in this process, on the
+    adapters found; after a parallel level, on adapters rebuilt from their paths)."""
+
+
+PARALLEL_MIN_STATES = 64
+"""A level with fewer states to expand is expanded in process (a pool costs more)."""
+_CHUNKS_PER_WORKER = 4
+_LEVEL: _Level | None = None
+"""The level the pool's workers expand (set before the pool forks them)."""
 
 
 def explore(
@@ -120,62 +205,76 @@ def explore(
     symmetry: bool = True,
     keep_paths: bool = False,
     progress: Progress | None = None,
+    workers: int = 1,
 ) -> Exploration:
-    """Visit every state reachable within ``bounds``; stop at the first failure."""
+    """Visit every state reachable within ``bounds``; stop at the first failure.
+
+    With ``workers`` > 1 each large level is expanded by that many processes, each over a run
+    of the frontier; the parent merges what they found in the serial order, so the states,
+    the paths, the counterexample and the report are the serial search's. Workers are forked
+    (the ``fork`` start method: not on Windows)."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
     started = time.perf_counter()
     abstraction = StateAbstraction(bounds.slots, symmetry=symmetry)
-    alphabet = [(op, BUDGETED.get(op.name)) for op in bounds.alphabet()]
-    root = _start(bounds.level, variant)
+    alphabet: _Alphabet = [
+        (op, BUDGETED.get(op.name), _task_slot(op)) for op in bounds.alphabet()
+    ]
+    root = _start(bounds.level, variant, deferred=True)
     coverage = root[0].coverage
     budgets = bounds.budgets()
-    root_key = _key(abstraction, root, budgets)
+    root_key, root_twins = _key(abstraction, root, budgets)
     parents: dict[Hashable, tuple[Hashable, Op] | None] = {root_key: None}
     has_child: set[Hashable] = set()
     stats = Stats()
-    frontier: list[tuple[Hashable, System, Budgets]] = [(root_key, root, budgets)]
+    frontier = [_Visit(root_key, budgets, root_twins, root)]
+    root_plan = ForkPlan(root, share=(coverage,))
     found: Counterexample | None = None
-    shown = started
+    try:
+        _check_state(root)
+    except _Failure as failure:
+        found = _counterexample(bounds, variant, [], failure)
+        frontier = []
     for depth in range(bounds.max_depth):
-        last = depth + 1 == bounds.max_depth
-        next_frontier: list[tuple[Hashable, System, Budgets]] = []
+        level = _Level(
+            abstraction, alphabet, root_plan, coverage, parents, frontier,
+            keep_systems=depth + 1 < bounds.max_depth,
+        )
+        if workers > 1 and len(frontier) >= PARALLEL_MIN_STATES:
+            expansions = _expand_in_parallel(level, workers)
+        else:
+            expansions = [_expand_here(level, stats, started, progress)]
+        first = min((e.failure for e in expansions if e.failure is not None), default=None)
+        next_frontier: list[_Visit] = []
         new_states = 0
-        for key, system, left in frontier:
-            work: System | None = None
-            for op, budget in alphabet:
-                child_left: Budgets | None = left
-                if budget is not None:
-                    child_left = _spend(left, budget)
-                if child_left is None:
-                    continue
-                if work is None:
-                    work = fork(system, share=(coverage,))
-                try:
-                    _step(work, op, [])
-                except _Failure as failure:
-                    found = _counterexample(bounds, variant, [*_path(parents, key), op], failure)
-                    break
-                stats.transitions += 1
-                child = _key(abstraction, work, child_left)
-                if child == key and child_left == left:
-                    continue  # the same state: keep the fork for the next operation
-                if child not in parents:
-                    parents[child] = (key, op)
-                    has_child.add(key)
-                    new_states += 1
-                    stats.states += 1
-                    if not last:
-                        next_frontier.append((child, work, child_left))
-                work = None
-            if found is not None:
-                break
-            if progress is not None and time.perf_counter() - shown > PROGRESS_EVERY:
-                shown = time.perf_counter()
-                stats.seconds = shown - started
-                progress(stats)
+        for expansion in expansions:
+            if first is not None and expansion.start > first[0]:
+                break  # the serial search stops at the failure: it never gets here
+            stats.transitions += expansion.transitions
+            stats.mirrored += expansion.mirrored
+            coverage.lifecycle_rows.update(expansion.lifecycle_rows)
+            coverage.role_rows.update(expansion.role_rows)
+            abstraction.statuses |= expansion.statuses
+            for child in expansion.found:  # a failing expansion found nothing after it
+                if child.key in parents:
+                    continue  # an earlier run of the frontier found it
+                parent = frontier[child.position].key
+                parents[child.key] = (parent, alphabet[child.op_index][0])
+                has_child.add(parent)
+                new_states += 1
+                if level.keep_systems:
+                    next_frontier.append(_Visit(child.key, child.left, child.twins, child.system))
+        stats.states += new_states
         stats.per_depth.append(new_states)
-        if found is not None:
+        if first is not None:
+            position, op_index, kind, detail = first
+            path = [*_path(parents, frontier[position].key), alphabet[op_index][0]]
+            found = _counterexample(bounds, variant, path, _Failure(kind, detail))
             break
         stats.depth = depth + 1
+        if progress is not None:
+            stats.seconds = time.perf_counter() - started
+            progress(stats)
         frontier = next_frontier
         if not frontier:
             break
@@ -195,13 +294,146 @@ def explore(
         coverage=coverage,
         statuses=frozenset(abstraction.statuses),
         leaves=leaves,
+        workers=workers,
     )
+
+
+def _expand_here(
+    level: _Level, stats: Stats, started: float, progress: Progress | None
+) -> _Expansion:
+    """The whole level in this process (with the progress display)."""
+    shown = [time.perf_counter()]
+    states = stats.states
+
+    def tick(expansion: _Expansion) -> None:
+        if progress is not None and time.perf_counter() - shown[0] > PROGRESS_EVERY:
+            shown[0] = time.perf_counter()
+            stats.seconds = shown[0] - started
+            shown_stats = attrs.evolve(
+                stats,
+                states=states + len(expansion.found),
+                transitions=stats.transitions + expansion.transitions,
+            )
+            progress(shown_stats)
+
+    return _expand(level, range(len(level.frontier)), tick, keep_systems=level.keep_systems)
+
+
+def _expand_in_parallel(level: _Level, workers: int) -> list[_Expansion]:
+    """The level in runs of the frontier, expanded by a pool of forked workers."""
+    global _LEVEL
+    size = len(level.frontier)
+    chunks = workers * _CHUNKS_PER_WORKER
+    cuts = [size * i // chunks for i in range(chunks + 1)]
+    runs = [(lo, hi) for lo, hi in itertools.pairwise(cuts) if lo < hi]
+    _LEVEL = level
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    try:  # a worker that dies makes map raise BrokenProcessPool: nothing waits for it
+        return list(pool.map(_expand_run, runs))
+    finally:
+        pool.shutdown(cancel_futures=True)
+        _LEVEL = None
+
+
+def _expand_run(run: tuple[int, int]) -> _Expansion:
+    """In a worker: rebuild the run's states from their paths, expand them, and report the
+    coverage and statuses the expansion added."""
+    level = _LEVEL
+    assert level is not None
+    coverage = level.coverage
+    lifecycle_before = coverage.lifecycle_rows.copy()
+    roles_before = coverage.role_rows.copy()
+    level.abstraction.statuses.clear()
+    expansion = _expand(level, range(*run), None, keep_systems=False)  # adapters stay here
+    expansion.lifecycle_rows = coverage.lifecycle_rows - lifecycle_before
+    expansion.role_rows = coverage.role_rows - roles_before
+    expansion.statuses = set(level.abstraction.statuses)
+    return expansion
+
+
+def _rebuild(level: _Level, visit: _Visit) -> System:
+    """The adapters of a state found by a worker: its path replayed on a fork of the root
+    (the coverage counts the path once, when it was found)."""
+    coverage = level.coverage
+    counted = coverage.lifecycle_rows.copy(), coverage.role_rows.copy()
+    system = level.root.make()
+    for op in _path(level.parents, visit.key):
+        _step(system, op, [])
+    coverage.lifecycle_rows, coverage.role_rows = counted
+    return system
+
+
+def _expand(
+    level: _Level,
+    positions: range,
+    tick: Callable[[_Expansion], None] | None,
+    *,
+    keep_systems: bool,
+) -> _Expansion:
+    """Every operation from each state at ``positions``, in order, each on a fork of it; the
+    successors no earlier level had, each checked once; stops at the first failure."""
+    expansion = _Expansion(positions.start)
+    seen: set[Hashable] = set()
+    abstraction = level.abstraction
+    parents = level.parents
+    share = (level.coverage,)
+    for position in positions:
+        visit = level.frontier[position]
+        system = visit.system if visit.system is not None else _rebuild(level, visit)
+        plan: ForkPlan[System] | None = None
+        work: System | None = None
+        for op_index, (op, budget, slot) in enumerate(level.alphabet):
+            if slot in visit.twins:
+                expansion.mirrored += 1
+                continue
+            child_left: Budgets | None = visit.left
+            if budget is not None:
+                child_left = _spend(visit.left, budget)
+            if child_left is None:
+                continue
+            if work is None:
+                if plan is None:
+                    plan = ForkPlan(system, share=share)
+                work = plan.make()
+            try:
+                _step(work, op, [])
+            except _Failure as failure:
+                expansion.failure = (position, op_index, failure.kind, failure.detail)
+                return expansion
+            expansion.transitions += 1
+            child, twins = _key(abstraction, work, child_left)
+            if child == visit.key:
+                continue  # the same state: keep the fork for the next operation
+            if child not in parents and child not in seen:
+                try:
+                    _check_state(work)
+                except _Failure as failure:
+                    expansion.failure = (position, op_index, failure.kind, failure.detail)
+                    return expansion
+                seen.add(child)
+                expansion.found.append(_Child(
+                    position, op_index, child, child_left, twins,
+                    work if keep_systems else None,
+                ))
+            work = None
+        if tick is not None:
+            tick(expansion)
+    return expansion
 
 
 class ForkableReference(ReferenceAdapter):
     """The reference adapter on a private memory store per instance, so that a fork of it is
     independent: a reopen opens a new store over the committed state kept here, not the
-    process-wide registry entry of its path, which every fork would share."""
+    process-wide registry entry of its path, which every fork would share.
+
+    With ``deferred_state_checks`` its meta's operations end with the trace invariants only:
+    the search checks the state invariants once per distinct state (``_check_state``)."""
+
+    deferred_state_checks = False
+
+    def _open(self) -> None:
+        super()._open()
+        self.meta.check_state = not self.deferred_state_checks
 
     def start(self, level: int) -> None:
         self._committed = MemoryState()
@@ -219,19 +451,45 @@ class ForkableReference(ReferenceAdapter):
         return self._store
 
 
-def _start(level: int, variant: str | None) -> System:
+def _start(level: int, variant: str | None, *, deferred: bool = False) -> System:
     system = [ForkableReference()]
     if variant is not None:
         system.append(ForkableReference(variant))
     for adapter in system:
+        adapter.deferred_state_checks = deferred
         adapter.start(level)
     return system
 
 
-def _key(abstraction: StateAbstraction, system: System, budgets: Budgets) -> Hashable:
+def _check_state(system: System) -> None:
+    """The state invariants (every view invariant, store-mirror) on a state found first."""
+    for side, adapter in zip(("reference", "variant"), system, strict=False):
+        meta = adapter.meta
+        view = meta.view()
+        try:
+            check_view(view)
+            store_mirror(view, meta.stored_tasks())
+        except InvariantViolation as violation:
+            raise _Failure("invariant", f"{side}: {violation}") from violation
+
+
+def _key(
+    abstraction: StateAbstraction, system: System, budgets: Budgets
+) -> tuple[Hashable, frozenset[str]]:
+    """The system's key, and its twin slots (twins on every side)."""
+    key, twins = abstraction.key_and_twins(system[0], budgets)
     if len(system) == 1:
-        return abstraction.key(system[0], budgets)
-    return abstraction.key(system[0], budgets), abstraction.key(system[1], None)
+        return key, twins
+    variant_key, variant_twins = abstraction.key_and_twins(system[1], None)
+    return (key, variant_key), twins & variant_twins
+
+
+def _task_slot(op: Op) -> str | None:
+    """The slot an operation names, if any (the alphabet's operations name at most one)."""
+    for name, value in op.args:
+        if name == "task":
+            return str(value)
+    return None
 
 
 def _spend(budgets: Budgets, name: str) -> Budgets | None:
@@ -286,16 +544,20 @@ def _committed_ids(adapter: ReferenceAdapter) -> list[bytes]:
     """The keys a reopen must load: the committed records, less those persisted as DROPPING."""
     inner = adapter.store.inner
     assert isinstance(inner, MemoryStore)
-    keys = []
-    for key, value in inner.committed_items(TASK_TABLE):
-        try:
-            if decode_task(value).task_status == TaskStatus.DROPPING:
-                continue
-            decode_task_key(key)
-        except StatemetaError:
-            continue
-        keys.append(key)
-    return keys
+    return [key for key, value in inner.committed_items(TASK_TABLE) if _loads(key, value)]
+
+
+@functools.lru_cache(maxsize=8192)
+def _loads(key: bytes, value: bytes) -> bool:
+    """Whether load_all loads a record: it decodes, and it was not persisted as DROPPING
+    (cached: the same few records are reopened at every level)."""
+    try:
+        if decode_task(value).task_status == TaskStatus.DROPPING:
+            return False
+        decode_task_key(key)
+    except StatemetaError:
+        return False
+    return True
 
 
 def _path(parents: dict[Hashable, tuple[Hashable, Op] | None], key: Hashable) -> list[Op]:

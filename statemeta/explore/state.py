@@ -9,6 +9,14 @@ absolute time, counters that only count (heartbeats sent, rounds completed or su
 registration numbers (a handle is kept as what it names: the live entry, a detached one, or
 nothing).
 
+The key also holds everything the state invariants read (statemeta.invariants: the view
+invariants and store-mirror), even what the reference never produces (a mapped id missing from
+the list, a record stored under another task's key): their verdict is a function of the key,
+so the explorer checks each distinct state once (docs/formal-checking.md).
+
+The key is read straight from the meta's fields (no ``MetaView``, no JSON): it is computed
+after every transition.
+
 Symmetry: slots whose records are equal except for their ids, and that no other record names,
 are interchangeable (``symmetry_classes``). Each slot gets a signature of its own state in which
 every relation to the rest is positional (its place in the task list, in the start round, in
@@ -44,6 +52,10 @@ from statemeta.store import FAULT_OPS, FaultyStore, MemoryStore
 StateKey = Hashable
 
 _NO_HANDLE = "none"
+_REMOVED = ("removed",)
+_DELETED = ("deleted",)
+_MAP_ONLY = ("map_only",)
+_NO_TWINS: frozenset[str] = frozenset()
 
 
 def symmetry_classes(slots: Sequence[TaskSlot]) -> tuple[tuple[str, ...], ...]:
@@ -67,29 +79,47 @@ def _without_ids(record: StreamTask) -> StreamTask:
 
 @attrs.define(slots=True)
 class _Interner:
-    """Small ints for records (ids left out) and stored values, so keys hash and compare fast."""
+    """Content ids for records and stored values, computed once per record object and per
+    value: strings (their hash is cached), equal in every process, so keys computed by
+    parallel workers compare (search.py).
 
-    records: dict[StreamTask, int] = attrs.field(factory=dict)
-    by_identity: dict[int, tuple[StreamTask, int]] = attrs.field(factory=dict)
-    values: dict[bytes, int] = attrs.field(factory=dict)
+    A record is named without its ids when they are its slot's (symmetric slots share the
+    name), and whole when they are not (a record stored under another task's key); a value
+    that does not decode by itself."""
 
-    def record(self, record: StreamTask) -> int:
+    records: dict[StreamTask, str] = attrs.field(factory=dict)
+    by_identity: dict[int, tuple[StreamTask, str, tuple[int, int]]] = attrs.field(factory=dict)
+    values: dict[bytes, tuple[str, tuple[int, int] | None]] = attrs.field(factory=dict)
+
+    def record(self, record: StreamTask, slot: tuple[int, int]) -> str:
         known = self.by_identity.get(id(record))
-        if known is not None and known[0] is record:
+        if known is None or known[0] is not record:
+            stripped = _without_ids(record)
+            name = self.records.get(stripped)
+            if name is None:
+                name = self.records[stripped] = repr(stripped)
+            known = self.by_identity[id(record)] = (
+                record, name, (record.stream_id, record.task_id)
+            )
+        if known[2] == slot:
             return known[1]
-        number = self.records.setdefault(_without_ids(record), len(self.records))
-        self.by_identity[id(record)] = (record, number)
-        return number
+        return "foreign " + repr(record)
 
-    def value(self, value: bytes) -> int:
-        number = self.values.get(value)
-        if number is None:
+    def value(self, value: bytes, slot: tuple[int, int]) -> str:
+        known = self.values.get(value)
+        if known is None:
             try:
-                number = self.record(decode_task(value))
-            except StatemetaError:
-                number = -1 - len(self.values)  # an undecodable value: distinct, never a record
-            self.values[value] = number
-        return number
+                record = decode_task(value)
+            except StatemetaError:  # an undecodable value: distinct, never a record
+                known = ("undecodable " + value.hex(), None)
+            else:
+                own = (record.stream_id, record.task_id)
+                known = (self.record(record, own), own)
+            self.values[value] = known
+        name, stored_as = known
+        if stored_as is None or stored_as == slot:
+            return name
+        return self.record(decode_task(value), slot)
 
 
 class StateAbstraction:
@@ -97,10 +127,19 @@ class StateAbstraction:
 
     def __init__(self, slots: Sequence[TaskSlot], *, symmetry: bool) -> None:
         self._slots = tuple(slots)
-        self._ids = {s.id: s.name for s in slots}
-        self._keys: dict[bytes, str] = {}
+        self._names = tuple(s.name for s in self._slots)
+        self._index = {s.id: i for i, s in enumerate(self._slots)}
+        self._by_name = {s.name: i for i, s in enumerate(self._slots)}
+        self._ids = tuple((s.id.stream_id, s.id.task_id) for s in self._slots)
+        self._keys: dict[bytes, int] = {}
+        self._committed: dict[int, tuple[tuple[tuple[bytes, bytes], ...], tuple[Any, ...]]] = {}
+        """The committed rows' part of the key, by the identity of the (immutable) rows, which
+        forks share until a commit changes them."""
         self._classes = (
             symmetry_classes(self._slots) if symmetry else tuple((s.name,) for s in self._slots)
+        )
+        self._class_index = tuple(
+            tuple(self._by_name[name] for name in names) for names in self._classes
         )
         self._interner = _Interner()
         self.statuses: set[TaskStatus] = set()
@@ -112,125 +151,169 @@ class StateAbstraction:
 
     def key(self, adapter: ReferenceAdapter, extra: Hashable = None) -> StateKey:
         """The canonical key of ``adapter`` (plus ``extra``: the explorer's remaining budgets)."""
+        return self.key_and_twins(adapter, extra)[0]
+
+    def key_and_twins(
+        self, adapter: ReferenceAdapter, extra: Hashable = None
+    ) -> tuple[StateKey, frozenset[str]]:
+        """The key, and the twins: each slot whose signature equals that of an earlier slot of
+        its class. Swapping the two leaves the state as it is, so an operation on the twin
+        leads to a relabelling of what the same operation on the earlier slot leads to."""
         meta = adapter.meta
         store = adapter.store
         clock = adapter.clock
         now = clock.now_ms()
         ranks, timers = _live_timers(clock, now)
-        sigs: dict[str, list[Any]] = {s.name: [] for s in self._slots}
-        view = meta.view()
-        entries: dict[TaskId, TaskEntry] = meta._map  # read only
-        for position, task in enumerate(view.tasks):
-            entry = entries[task.id]
-            self.statuses.add(task.status)
-            sigs[self._name(task.id)].append((
+        sigs: list[list[Any]] = [[] for _ in self._slots]
+        index = self._index
+        ids = self._ids
+        record = self._interner.record
+        # read only, below: the meta's fields that its view and its operations read
+        entries: dict[TaskId, TaskEntry] = meta._map
+        listed: list[TaskId] = meta._list
+        statuses = self.statuses
+        for position, tid in enumerate(listed):
+            entry = entries[tid]
+            lifecycle = entry.lifecycle
+            status = lifecycle.status
+            statuses.add(status)
+            slot = index.get(tid)
+            if slot is None:
+                slot = self._slot(tid)
+            trigger = entry.trigger_timer
+            timers_armed = entry.task_timers
+            sigs[slot].append((
                 "mapped",
                 position,
-                self._interner.record(task.task),
-                task.status,
-                task.saved,
-                task.active,
-                task.waiting,
-                task.refcount,
-                task.acquires,
-                task.trigger_held,
-                task.downstream_ready,
-                task.timer_active,
-                task.drop_pending,
-                task.next_process_ver,
-                task.checkpointing_id,
+                record(entry.task, ids[slot]),
+                status,
+                lifecycle.saved,
+                lifecycle.active,
+                lifecycle.waiting,
+                entry.refcount,
+                entry.acquires,
+                entry.trigger_held,
+                entry.downstream_ready,
+                entry.timer_active,
+                entry.drop_pending,
+                entry.next_process_ver,
+                entry.checkpointing_id,
                 entry.checkpoint_trans_id,
-                task.failed_checkpoint_id,
+                entry.failed_checkpoint_id,
                 tuple(entry.update_nodes),
-                _timer(entry.trigger_timer, now, ranks),
-                tuple(_timer(t, now, ranks) for t in entry.task_timers),
+                None if trigger is None else _timer(trigger, now, ranks),
+                tuple([_timer(t, now, ranks) for t in timers_armed]) if timers_armed else (),
             ))
+        for tid in entries.keys() - set(listed):  # list-map broken: never in the reference
+            sigs[self._slot(tid)].append(_MAP_ONLY)
         detached_rank = {}
-        for rank, d in enumerate(view.detached):
-            detached_rank[d.incarnation] = rank
-            sigs[self._name(d.id)].append(("detached", rank, d.refcount, d.acquires))
-        for tid in view.removed:
-            sigs[self._name(tid)].append(("removed",))
-        r = view.start_round
-        for index, member in enumerate(r.members):
-            result = "ready" if member in r.ready else "failed" if member in r.failed else None
-            sigs[self._name(member)].append(("member", index, result))
+        if meta._detached:
+            for rank, (incarnation, d) in enumerate(sorted(meta._detached.items())):
+                detached_rank[incarnation] = rank
+                sigs[self._slot(d.id)].append(("detached", rank, d.refcount, d.acquires))
+        for tid in meta._removed:
+            sigs[self._slot(tid)].append(_REMOVED)
+        started = meta._start.round
+        if started is not None:
+            results = started.results
+            for position, member in enumerate(started.members):
+                result = results.get(member)
+                sigs[self._slot(member)].append(
+                    ("member", position, None if result is None else result.ready)
+                )
         self._store_part(meta, store, sigs)
-        for slot, handles in adapter._handles.items():  # read only
-            refs = tuple(_handle_ref(entries, detached_rank, h) for h in handles)
-            sigs[slot].append(("handles", refs))
-        for slot, handle in adapter._given_back.items():  # read only
-            sigs[slot].append(("given_back", _handle_ref(entries, detached_rank, handle)))
-        hb = view.heartbeat
-        hb_timer = meta._hb._timer  # read only
+        by_name = self._by_name
+        for name, handles in adapter._handles.items():
+            refs = tuple([_handle_ref(entries, detached_rank, h) for h in handles])
+            sigs[by_name[name]].append(("handles", refs))
+        for name, handle in adapter._given_back.items():
+            sigs[by_name[name]].append(("given_back", _handle_ref(entries, detached_rank, handle)))
+        hb = meta._hb
+        hb_timer = hb._timer
         overall = (
-            view.role,
-            view.stage,
-            view.loaded,
-            view.stream_count,
-            view.paused_count,
-            r.open,
-            hb.armed,
+            meta._roles.role,
+            meta._stage,
+            meta._loaded,
+            meta._stream_count,
+            meta._paused_count,
+            started is not None,
+            hb_timer is not None,
             hb.tick_counter,
-            hb.send_before_close,
-            _timer(hb_timer, now, ranks),
+            meta._send_before_close,
+            None if hb_timer is None else _timer(hb_timer, now, ranks),
             timers,
             store.in_transaction,
             _fault_plan(store),
             extra,
         )
-        classes = tuple(
-            tuple(sorted((tuple(sigs[name]) for name in names), key=hash))
-            if len(names) > 1
-            else tuple(sigs[names[0]])
-            for names in self._classes
-        )
-        return overall, classes
+        classes: list[tuple[Any, ...]] = []
+        twins: frozenset[str] = _NO_TWINS
+        for members in self._class_index:
+            if len(members) == 1:
+                classes.append(tuple(sigs[members[0]]))
+                continue
+            signatures = [tuple(sigs[i]) for i in members]
+            for j in range(1, len(members)):
+                if signatures[j] in signatures[:j]:
+                    twins = twins | {self._names[members[j]]}
+            classes.append(tuple(sorted(signatures, key=hash)))
+        return (overall, tuple(classes)), twins
 
-    def _name(self, tid: TaskId) -> str:
-        name = self._ids.get(tid)
-        if name is None:
+    def _slot(self, tid: TaskId) -> int:
+        slot = self._index.get(tid)
+        if slot is None:
             raise StatemetaError(f"task {tid} is not a slot of the explored pool")
-        return name
+        return slot
 
-    def _store_part(self, meta: StreamMeta, store: FaultyStore, sigs: dict[str, list[Any]]) -> None:
+    def _store_part(self, meta: StreamMeta, store: FaultyStore, sigs: list[list[Any]]) -> None:
         """The committed rows, the open transaction's view of them, and the records that a
         failed commit would restore in memory."""
         inner = store.inner
         if not isinstance(inner, MemoryStore):
             raise StatemetaError("the explorer needs the memory backend")
+        value = self._interner.value
+        ids = self._ids
         committed = inner.committed_items(TASK_TABLE)
-        for key, value in committed:
-            sigs[self._key_name(key)].append(("committed", self._interner.value(value)))
+        known = self._committed.get(id(committed))
+        if known is None or known[0] is not committed:
+            parts = []
+            for key, stored in committed:
+                slot = self._key_slot(key)
+                parts.append((slot, ("committed", value(stored, ids[slot]))))
+            known = self._committed[id(committed)] = (committed, tuple(parts))
+        for slot, part in known[1]:
+            sigs[slot].append(part)
         if inner.in_transaction:
             table = inner.table(TASK_TABLE, STREAM_TASK_KEY_LEN)
             seen = dict(committed)
-            for key, value in table.items():
-                if seen.get(key) != value:
-                    sigs[self._key_name(key)].append(("written", self._interner.value(value)))
+            for key, stored in table.items():
+                if seen.get(key) != stored:
+                    slot = self._key_slot(key)
+                    sigs[slot].append(("written", value(stored, ids[slot])))
                 seen.pop(key, None)
             for key in seen:
-                sigs[self._key_name(key)].append(("deleted",))
-        for tid, record in meta._uncommitted.items():  # read only
-            sigs[self._name(tid)].append(("restore", self._interner.record(record)))
+                sigs[self._key_slot(key)].append(_DELETED)
+        for tid, restored in meta._uncommitted.items():
+            slot = self._slot(tid)
+            sigs[slot].append(("restore", self._interner.record(restored, ids[slot])))
 
-    def _key_name(self, key: bytes) -> str:
-        name = self._keys.get(key)
-        if name is None:
-            name = self._keys[key] = self._name(TaskId(*decode_task_key(key)))
-        return name
+    def _key_slot(self, key: bytes) -> int:
+        slot = self._keys.get(key)
+        if slot is None:
+            slot = self._keys[key] = self._slot(TaskId(*decode_task_key(key)))
+        return slot
 
 
 def _live_timers(clock: VirtualClock, now: int) -> tuple[dict[int, int], tuple[int, ...]]:
     """Each live timer's place in firing order (due time, then arming order), and every live
     timer's delay in that order: the latter also holds timers no field above names (a broken
     variant's second heartbeat chain)."""
-    live = sorted(t for t in clock._heap if not t.cancelled)  # read only
-    return {id(t): rank for rank, t in enumerate(live)}, tuple(t.due - now for t in live)
+    live = sorted([t for t in clock._heap if not t.cancelled])  # read only
+    return {id(t): rank for rank, t in enumerate(live)}, tuple([t.due - now for t in live])
 
 
 def _timer(timer: Any, now: int, ranks: dict[int, int]) -> tuple[int, int] | None:
-    if timer is None or timer.cancelled:
+    if timer.cancelled:
         return None
     return (timer.due - now, ranks[id(timer)])
 
@@ -238,9 +321,11 @@ def _timer(timer: Any, now: int, ranks: dict[int, int]) -> tuple[int, int] | Non
 def _fault_plan(store: FaultyStore) -> tuple[tuple[int, ...], ...]:
     """Each store operation's armed faults, as calls from now."""
     calls = store._calls  # read only
-    return tuple(
-        tuple(sorted(n - calls[op] for n in store._faults[op])) for op in FAULT_OPS
-    )
+    faults = store._faults
+    return tuple([
+        tuple(sorted([n - calls[op] for n in faults[op]])) if faults[op] else ()
+        for op in FAULT_OPS
+    ])
 
 
 def _handle_ref(
@@ -253,4 +338,3 @@ def _handle_ref(
         return "live"
     rank = detached_rank.get(handle.incarnation)
     return _NO_HANDLE if rank is None else ("detached", rank)
-

@@ -188,7 +188,8 @@ def check_settings(examples: int, steps: int) -> settings:
 # -- the commands ---------------------------------------------------------------------------------
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
@@ -214,8 +215,8 @@ def _add_sut(parser: argparse.ArgumentParser, *, required: bool) -> None:
 def configure_check(parser: argparse.ArgumentParser) -> None:
     _add_sut(parser, required=True)
     parser.add_argument("--level", type=int, choices=LEVELS, default=2, help="default: 2")
-    parser.add_argument("--examples", type=_positive, default=100, help="default: 100")
-    parser.add_argument("--steps", type=_positive, default=50, help="steps per example (50)")
+    parser.add_argument("--examples", type=positive_int, default=100, help="default: 100")
+    parser.add_argument("--steps", type=positive_int, default=50, help="steps per example (50)")
     parser.add_argument("--seed", type=int, help="the run's seed (default: random, printed)")
     parser.add_argument(
         "--trace-out",

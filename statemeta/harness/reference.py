@@ -305,8 +305,14 @@ class ReferenceAdapter:
         self.store.fail_next(_FAULT_OPS[str(op.arg("op"))])
 
 
+_SLOT_IDS: dict[str, TaskId] = {s.name: s.id for s in TASK_POOL}
+"""Each pool slot's id, built once (an op names its task by slot)."""
+
+
 def _task(op: Op) -> TaskId:
-    return slot_of(str(op.arg("task"))).id
+    name = str(op.arg("task"))
+    tid = _SLOT_IDS.get(name)
+    return slot_of(name).id if tid is None else tid
 
 
 def _event(op: Op) -> TaskEvent:

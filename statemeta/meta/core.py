@@ -32,7 +32,8 @@ defers the removal to the end of its last timer; close cancels every timer.
 Operations raise MetaClosedError once the meta is closed; operations that need a task raise
 UnknownTaskError for an id that is not mapped (unregister and report_launch ignore it).
 With ``check_invariants=True`` every operation (and every timer callback) ends with
-``statemeta.invariants.check_invariants``.
+``statemeta.invariants.check_invariants`` (the explorer sets ``check_state`` to False: its
+operations end with the trace invariants, and it checks each distinct state once itself).
 """
 
 from __future__ import annotations
@@ -199,7 +200,10 @@ def operation(
     return run
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def _task_id(stream_id: int, task_id: int) -> TaskId:
+    """Cached (bounded; a TaskId is frozen): every operation on a task looks its id up, and a
+    TaskId validates its fields when it is made."""
     return TaskId(stream_id, task_id)
 
 
@@ -236,7 +240,7 @@ class StreamMeta:
         try:
             tasks = store.table(TASK_TABLE, STREAM_TASK_KEY_LEN)
             store.table(CHECKPOINT_TABLE, CHECKPOINT_KEY_LEN)
-            _check_compatible(store, tasks)
+            _check_compatible(store, tasks, _codec(check_invariants))
         except BaseException:
             store.close()
             raise
@@ -275,6 +279,11 @@ class StreamMeta:
         self._expand = expand
         self._on_start_complete = on_start_complete
         self._check = check_invariants
+        self._codec = _codec(check_invariants)
+        self.check_state = True
+        """In check mode: an operation ends with the whole catalogue (True), or with the trace
+        invariants only (False: the explorer checks each distinct state once, as
+        docs/formal-checking.md argues). A timer callback always ends with the whole catalogue."""
         self._list: list[TaskId] = []
         self._map: dict[TaskId, TaskEntry] = {}
         self._stream_count = 0
@@ -326,13 +335,12 @@ class StreamMeta:
         if not expanded.fill_history and expanded.h_task_id in self._removed:
             # its fill-history task was dropped here: the link is cleared, as unregister does
             expanded = attrs.evolve(expanded, h_task_id=NO_RELATED_TASK)
-        key = encode_task_key(tid.stream_id, tid.task_id)
 
         def apply() -> None:
             self._add_entry(expanded, ver)
             self._removed.discard(tid)
 
-        self._durably([(key, encode_task(expanded))], (), apply)
+        self._durably([self._record(expanded)], (), apply)
         return True
 
     @operation
@@ -458,7 +466,7 @@ class StreamMeta:
         if task.fill_history != entry.task.fill_history:
             raise MisuseError(f"save_task cannot change the fill-history flag of task {entry.id}")
         self._ensure_transaction()
-        self._tasks.upsert(encode_task_key(task.stream_id, task.task_id), encode_task(task))
+        self._tasks.upsert(*self._record(task))
         self._uncommitted.setdefault(entry.id, entry.task)
         entry.task = task
 
@@ -485,7 +493,7 @@ class StreamMeta:
         deletes: list[bytes] = []
         for key, value in self._tasks.items():
             try:
-                task = decode_task_record(key, value)
+                task = self._codec.decode_record(key, value)
             except (DecodeError, IncompatibleVersionError, KeyLengthError) as e:
                 undecodable.append(SkippedRecord(key.hex(), str(e)))
                 continue
@@ -503,7 +511,7 @@ class StreamMeta:
             if not task.fill_history and task.h_task_id in dropped:
                 cleared.append(attrs.evolve(task, h_task_id=NO_RELATED_TASK))
         cleared_by_id = {t.id: t for t in cleared}
-        upserts = [(encode_task_key(t.stream_id, t.task_id), encode_task(t)) for t in cleared]
+        upserts = [self._record(t) for t in cleared]
 
         def apply() -> None:
             for task in loaded:
@@ -782,24 +790,19 @@ class StreamMeta:
         if self._closed:
             raise MetaClosedError(f"{what} on the closed meta of vgId {self._vg_id}")
 
-    def _run(self, body: Callable[[], R]) -> R:
+    def _run(self, body: Callable[[], R], *, timer: bool = False) -> R:
         """Runs an operation or a timer callback; the outermost one checks and calls back."""
         self._depth += 1
         try:
             result = body()
         except BaseException as error:
             self._depth -= 1
-            if self._depth == 0 and self._check and not self._closed:
-                from statemeta.invariants import check_invariants
-
-                check_invariants(self)  # an InvariantViolation here names what the error broke
+            if self._depth == 0:
+                self._end_check(timer)  # an InvariantViolation here names what the error broke
             raise error
         self._depth -= 1
         if self._depth == 0:
-            if self._check and not self._closed:
-                from statemeta.invariants import check_invariants
-
-                check_invariants(self)
+            self._end_check(timer)
             if not self.defer_callbacks:
                 for callback in self.take_callbacks():
                     callback()
@@ -810,9 +813,20 @@ class StreamMeta:
 
         def fire() -> None:
             if not self._closed:
-                self._run(body)
+                self._run(body, timer=True)
 
         return fire
+
+    def _end_check(self, timer: bool) -> None:
+        """Check mode: the invariant check an outermost operation or timer callback ends with."""
+        if not self._check or self._closed:
+            return
+        from statemeta.invariants import check_invariants, check_trace
+
+        if self.check_state or timer:
+            check_invariants(self)
+        elif self._trace_changes or self._trace_roles or self._trace_hbs or self._trace_acquired:
+            check_trace(self.take_trace())
 
     def _entry(self, stream_id: int, task_id: int) -> TaskEntry:
         entry = self._map.get(_task_id(stream_id, task_id))
@@ -892,8 +906,7 @@ class StreamMeta:
         cleared: StreamTask | None = None
         if stream_entry is not None and stream_entry.task.h_task_id == tid:
             cleared = attrs.evolve(stream_entry.task, h_task_id=NO_RELATED_TASK)
-            key = encode_task_key(cleared.stream_id, cleared.task_id)
-            upserts.append((key, encode_task(cleared)))
+            upserts.append(self._record(cleared))
 
         def apply() -> None:
             if stream_entry is not None and cleared is not None:
@@ -913,7 +926,11 @@ class StreamMeta:
             self._removed.add(tid)
             self._complete_round_if_done()
 
-        self._durably(upserts, (encode_task_key(tid.stream_id, tid.task_id),), apply)
+        self._durably(upserts, (self._codec.task_key(tid.stream_id, tid.task_id),), apply)
+
+    def _record(self, task: StreamTask) -> tuple[bytes, bytes]:
+        """The task's key and value in task.db."""
+        return self._codec.task_key(task.stream_id, task.task_id), self._codec.encode(task)
 
     def _ensure_transaction(self) -> None:
         if not self._store.in_transaction:
@@ -1015,11 +1032,40 @@ _decode_stored = functools.lru_cache(maxsize=8192)(decode_task)
 operation: the function is pure and its records are frozen, so a cache is safe."""
 
 
-def _check_compatible(store: Store, tasks: Table) -> None:
+@attrs.frozen
+class _Codec:
+    """The codec functions a meta calls to persist and load its records."""
+
+    task_key: Callable[[int, int], bytes]
+    encode: Callable[[StreamTask], bytes]
+    decode_record: Callable[[bytes, bytes], StreamTask]
+    checkpoint_info: Callable[[bytes], tuple[int, int, int]]
+
+
+_PLAIN_CODEC = _Codec(encode_task_key, encode_task, decode_task_record, decode_checkpoint_info)
+"""A meta's codec: it encodes a record once per write and decodes each record once per open,
+so a cache would only hold memory (and would flatter a benchmark of load_all)."""
+_CHECK_CODEC = _Codec(
+    functools.lru_cache(maxsize=8192, typed=True)(encode_task_key),
+    functools.lru_cache(maxsize=8192)(encode_task),
+    functools.lru_cache(maxsize=8192)(decode_task_record),
+    functools.lru_cache(maxsize=8192)(decode_checkpoint_info),
+)
+"""The codec in check mode (the explorer, the property suite), cached: these runs register,
+save and reopen the same few records hundreds of thousands of times. The functions are pure
+and their records frozen, and a cache keeps no exception, so a record that does not decode is
+rejected on every load, and a hit is the verdict of the same bytes."""
+
+
+def _codec(check_invariants: bool) -> _Codec:
+    return _CHECK_CODEC if check_invariants else _PLAIN_CODEC
+
+
+def _check_compatible(store: Store, tasks: Table, codec: _Codec) -> None:
     """streamMetaCheckBackendCompatible, over every record: version <= 1 cannot be opened."""
     for _key, value in tasks.items():
         try:
-            msg_ver, _checkpoint_id, _checkpoint_ver = decode_checkpoint_info(value)
+            msg_ver, _checkpoint_id, _checkpoint_ver = codec.checkpoint_info(value)
         except DecodeError:
             continue  # load_all reports it
         if msg_ver <= SSTREAM_TASK_INCOMPATIBLE_VER:

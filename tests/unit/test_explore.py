@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import json
+import os
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import NoReturn
 
+import attrs
 import pytest
 
 from statemeta.cli import main
+from statemeta.codec import encode_task, encode_task_key
+from statemeta.errors import InvariantViolation
+from statemeta.explore import search
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.cli_explore import write_counterexample
 from statemeta.explore.coverage import invariant_ids, report
-from statemeta.explore.fork import fork
+from statemeta.explore.fork import ForkPlan, fork
 from statemeta.explore.search import ForkableReference, explore
 from statemeta.explore.state import StateAbstraction, symmetry_classes
-from statemeta.harness.operations import TASK_POOL, Op
+from statemeta.harness.operations import TASK_POOL, Op, slot_of
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.trace import read_trace, replay
 from statemeta.lifecycle import LIFECYCLE_ROWS
+from statemeta.meta.core import TASK_TABLE
 
 SMALL = Bounds(
     stream_tasks=2,
@@ -32,7 +40,11 @@ SMALL = Bounds(
 
 
 def _adapter(*ops: Op) -> ForkableReference:
-    adapter = ForkableReference()
+    return _adapter_of(None, *ops)
+
+
+def _adapter_of(variant: str | None, *ops: Op) -> ForkableReference:
+    adapter = ForkableReference(variant)
     adapter.start(3)
     for op in ops:
         adapter.call(op)
@@ -50,6 +62,21 @@ def test_a_fork_is_independent_of_its_origin() -> None:
     assert view["ids"] == [[0x10, 2]]
     assert copied["ids"] == [[0x10, 1], [0x10, 2]]
     assert origin.call(Op.of("crash_reopen"))["ok"]["loaded"] == [[0x10, 2]]
+
+
+def test_a_plan_makes_copies_independent_of_each_other() -> None:
+    origin = _adapter(Op.of("register", task="s2"), Op.of("start_task_timer", task="s2"))
+    plan = ForkPlan(origin)
+    first, second = plan.make(), plan.make()
+    first.call(Op.of("advance_clock", ms=1_000))
+    first.call(Op.of("unregister", task="s2"))
+    assert first.view()["ids"] == []
+    for copy in (second, origin):
+        assert [t["timer_active"] for t in copy.view()["tasks"]] == [1]
+    second.call(Op.of("advance_clock", ms=1_000))  # the second copy's own timers fire
+    assert [t["timer_active"] for t in second.view()["tasks"]] == [0]
+    assert [t["timer_active"] for t in origin.view()["tasks"]] == [1]
+    assert plan.make().view() == origin.view()
 
 
 def test_only_plain_stream_tasks_are_interchangeable() -> None:
@@ -77,6 +104,101 @@ def test_the_key_sees_timers_faults_and_uncommitted_writes() -> None:
         changed.call(op)
         assert abstraction.key(changed) != abstraction.key(base), op
     assert abstraction.key(fork(base)) == abstraction.key(base)
+
+
+def test_the_key_holds_what_the_state_invariants_read() -> None:
+    """A record stored under another task's key is not the same state as the task's own
+    record (store-mirror tells them apart), though symmetric records are named without ids."""
+    abstraction = StateAbstraction(TASK_POOL, symmetry=True)
+    own, foreign = _adapter(), _adapter()
+    s1, s3 = slot_of("s1"), slot_of("s3")
+    for adapter, record in ((own, s1.record), (foreign, s3.record)):
+        store = adapter.store.inner
+        store.begin()
+        store.table(TASK_TABLE, 16).upsert(encode_task_key(s1.id.stream_id, s1.id.task_id),
+                                          encode_task(record))
+        store.commit()
+    assert abstraction.key(own) != abstraction.key(foreign)
+    only_in_map, in_neither = _adapter(Op.of("register", task="s1")), _adapter(
+        Op.of("register", task="s1")
+    )
+    only_in_map.meta._list.clear()  # list-map broken
+    in_neither.meta._list.clear()
+    in_neither.meta._map.clear()
+    assert abstraction.key(only_in_map) != abstraction.key(in_neither)
+
+
+def test_twins_are_symmetric_slots_in_the_same_state() -> None:
+    abstraction = StateAbstraction(TASK_POOL, symmetry=True)
+    assert abstraction.key_and_twins(_adapter())[1] == {"s3"}
+    assert abstraction.key_and_twins(_adapter(Op.of("register", task="s1")))[1] == set()
+    plain = StateAbstraction(TASK_POOL, symmetry=False)
+    assert plain.key_and_twins(_adapter())[1] == set()
+
+
+def test_deferred_adapters_leave_the_state_invariants_to_the_search() -> None:
+    broken = ForkableReference("stream_count_counts_fill_history")
+    broken.deferred_state_checks = True
+    broken.start(3)
+    broken.call(Op.of("register", task="h1"))  # stream-count broken: not raised here
+    with pytest.raises(search._Failure, match="stream-count"):
+        search._check_state([broken])
+    with pytest.raises(InvariantViolation, match="stream-count"):
+        _adapter_of("stream_count_counts_fill_history").call(Op.of("register", task="h1"))
+
+
+def test_deferred_adapters_still_check_every_transition() -> None:
+    adapter = ForkableReference()
+    adapter.deferred_state_checks = True
+    adapter.start(3)
+    adapter.call(Op.of("crash_reopen"))  # the reopened meta defers too
+    assert not adapter.meta.check_state
+    adapter.call(Op.of("register", task="s1"))
+    adapter.call(Op.of("handle_event", task="s1", event="init"))
+    adapter.call(Op.of("complete_event", task="s1", event="init"))
+    rows = adapter.coverage.lifecycle_rows
+    assert sum(rows.values()) == 1  # the trace of the transition was taken and checked
+    assert adapter.meta.take_trace().status_changes == ()
+
+
+def test_parallel_workers_find_what_the_serial_search_finds() -> None:
+    bounds = attrs.evolve(Bounds(), max_depth=3)  # level 3 expands 145 states: in parallel
+    serial = explore(bounds, keep_paths=True)
+    parallel = explore(bounds, keep_paths=True, workers=2)
+    assert parallel.complete and parallel.workers == 2
+    one, two = report(serial), report(parallel)
+    for field in ("states", "transitions", "mirrored_transitions", "states_per_depth",
+                  "lifecycle_rows", "role_rows"):
+        assert one[field] == two[field], field
+    assert sorted(map(repr, serial.leaves)) == sorted(map(repr, parallel.leaves))
+    assert serial.statuses == parallel.statuses
+
+
+def test_parallel_workers_find_the_serial_counterexample(monkeypatch: pytest.MonkeyPatch) -> None:
+    serial = explore(SMALL, variant="register_without_commit")
+    monkeypatch.setattr(search, "PARALLEL_MIN_STATES", 1)
+    parallel = explore(SMALL, variant="register_without_commit", workers=2)
+    assert serial.counterexample is not None and parallel.counterexample is not None
+    assert parallel.counterexample.ops == serial.counterexample.ops
+    assert parallel.counterexample.detail == serial.counterexample.detail
+    assert attrs.evolve(parallel.stats, seconds=0) == attrs.evolve(serial.stats, seconds=0)
+    assert parallel.coverage == serial.coverage
+
+
+def test_a_worker_that_dies_stops_the_search_instead_of_hanging(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parent = os.getpid()
+
+    def die(*_args: object, **_kwargs: object) -> NoReturn:
+        if os.getpid() != parent:
+            os._exit(3)
+        raise AssertionError("every level of at least one state is expanded by the workers")
+
+    monkeypatch.setattr(search, "PARALLEL_MIN_STATES", 1)
+    monkeypatch.setattr(search, "_expand", die)
+    with pytest.raises(BrokenProcessPool):
+        explore(SMALL, workers=2)
 
 
 def test_the_alphabet_is_the_harness_ops_on_the_slots_in_play() -> None:
@@ -143,6 +265,8 @@ def test_explore_cli_prints_json_and_exits_0(capsys: pytest.CaptureFixture[str])
             "0",
             "--faults",
             "0",
+            "--workers",
+            "1",
             "--json",
         ]
     )
@@ -153,8 +277,8 @@ def test_explore_cli_prints_json_and_exits_0(capsys: pytest.CaptureFixture[str])
 
 
 def test_verify_explores_the_default_bounds_completely(capsys: pytest.CaptureFixture[str]) -> None:
-    """The main job, at its default size (about 20 s on the 2-core machine)."""
-    code = main(["verify", "--json"])
+    """The main job, at its default size, in this process (the parallel search has its tests)."""
+    code = main(["verify", "--json", "--workers", "1"])
     summary = json.loads(capsys.readouterr().out)
     doc = summary["explore"]
     assert code == 0 and summary["ok"]
