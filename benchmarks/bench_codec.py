@@ -267,25 +267,25 @@ def run(quick: bool) -> list[dict[str, Any]]:
             "task value encode (compiled)",
             lambda: encode_task(task),
             lambda: struct_encode_task(task),
-            "<= 3x struct",
+            "<= 3x",
         ),
         (
             "task value decode (checked)",
             lambda: decode_task(value),
             lambda: struct_decode_task(value),
-            "report",
+            "",
         ),
         (
             "100-entry heartbeat encode (compiled)",
             lambda: encode_hb(hb),
             lambda: struct_encode_hb(hb),
-            "<= 3x struct",
+            "<= 3x",
         ),
         (
             "100-entry heartbeat decode (checked)",
             lambda: decode_hb(hb_bytes),
             lambda: struct_decode_hb(hb_bytes),
-            "report",
+            "",
         ),
     ]
     rows = []
@@ -312,7 +312,7 @@ def main() -> None:
     for row in run(args.quick):
         print(
             f"{row['name']:40} {row['value']:>9} {row['unit']}  struct {row['baseline_value']:>8}"
-            f"  ratio {row['ratio']:>5}x  goal {row['goal']}"
+            f"  ratio {row['ratio']:>5}x  goal {row['goal'] or '-'}"
         )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from statemeta.cli_bench import COMMANDS as BENCH_COMMANDS
 from statemeta.diagrams import lifecycle_rows_markdown, refresh_docs, roles_rows_markdown
 from statemeta.explore.cli_explore import COMMANDS as EXPLORE_COMMANDS
 from statemeta.harness.cli_check import COMMANDS as CHECK_COMMANDS
@@ -168,6 +169,8 @@ SUBCOMMANDS: dict[str, Subcommand] = {
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in EXPLORE_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in CHECK_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in TOOL_COMMANDS.items()})
+SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in BENCH_COMMANDS.items()})
+
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``statemeta`` console script and of ``python -m statemeta``."""

@@ -1,0 +1,110 @@
+"""``python -m benchmarks [--quick] [--json FILE] [--only NAME ...]``: every benchmark, one table.
+
+Runs each module's ``run(quick)`` in BENCHMARKS order (statemeta/cli_bench.py), every figure
+against a baseline measured in the same run, and prints one table with each goal and its
+verdict. A module that raises becomes an error row, the others still run, and the exit code is
+1. Not a test: figures depend on the machine, which the JSON records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks._table import ROW_KEYS, ModuleResult, Verdict, table_lines, verdict
+from statemeta.cli_bench import BENCHMARKS, configure_bench
+
+RunFunction = Callable[[bool], list[dict[str, Any]]]
+"""A benchmark module's ``run(quick)``."""
+
+LEGEND = (
+    f"verdict: {Verdict.MET} / {Verdict.NOT_MET} the goal; {Verdict.INFO}: no goal; "
+    f"{Verdict.UNREADABLE}: goal not machine-readable (benchmarks/_table.py)"
+)
+
+
+def run_module(name: str, quick: bool) -> ModuleResult:
+    """The module's rows, or its error: one module's failure must not hide the others' figures."""
+    began = time.perf_counter()
+    try:
+        run: RunFunction = importlib.import_module(f"benchmarks.bench_{name}").run
+        rows = run(quick)
+        for row in rows:
+            missing = [key for key in ROW_KEYS if key not in row]
+            if missing:
+                raise ValueError(f"row {row.get('name')!r} has no {', '.join(missing)}")
+    except Exception as e:
+        first_line = next(iter(str(e).splitlines()), "")
+        return ModuleResult(
+            name, time.perf_counter() - began, [], f"{type(e).__name__}: {first_line}"
+        )
+    return ModuleResult(name, time.perf_counter() - began, rows)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def report(results: Sequence[ModuleResult], quick: bool, seconds: float) -> dict[str, Any]:
+    """The JSON document: the table's content with the machine and the timings."""
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "quick": quick,
+        "seconds": round(seconds, 2),
+        "modules": [
+            {
+                "name": result.name,
+                "seconds": round(result.seconds, 2),
+                "error": result.error,
+                "rows": [{**row, "verdict": str(verdict(row))} for row in result.rows],
+            }
+            for result in results
+        ],
+    }
+
+
+def run_command(args: argparse.Namespace) -> int:
+    names = [name for name in BENCHMARKS if not args.only or name in args.only]
+    began = time.perf_counter()
+    results = []
+    for name in names:
+        print(f"{name} ...", end=" ", file=sys.stderr, flush=True)
+        results.append(run_module(name, args.quick))
+        print(f"{results[-1].seconds:.1f} s", file=sys.stderr)
+    seconds = time.perf_counter() - began
+    print("\n".join(table_lines(results)))
+    print(f"\n{LEGEND}")
+    modules = f"{len(results)} module{'' if len(results) == 1 else 's'}"
+    print(f"{modules} in {seconds:.1f} s{' (--quick)' if args.quick else ''}")
+    if args.json:
+        text = json.dumps(report(results, args.quick, seconds), indent=2)
+        Path(args.json).write_text(text + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    return 1 if any(result.error is not None for result in results) else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=(__doc__ or "").splitlines()[0]
+    )
+    configure_bench(parser)
+    return run_command(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
