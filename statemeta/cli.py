@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -171,9 +173,16 @@ SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in CHECK_COMMANDS.i
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in TOOL_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in BENCH_COMMANDS.items()})
 
+EXIT_BROKEN_PIPE = 141
+"""The exit code when the reader of stdout went away (``statemeta inspect --json | head -1``):
+128 + SIGPIPE (13), a shell's code for a process that SIGPIPE ended."""
+
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``statemeta`` console script and of ``python -m statemeta``."""
+    """Entry point of the ``statemeta`` console script and of ``python -m statemeta``.
+
+    A reader of stdout that goes away ends the command quietly: no traceback, EXIT_BROKEN_PIPE.
+    (The pipes to an implementation under check are the harness's: it handles their errors.)"""
     parser = argparse.ArgumentParser(
         prog="statemeta", description="Executable reference model of TDengine's stream meta."
     )
@@ -181,4 +190,22 @@ def main(argv: list[str] | None = None) -> int:
     for name, command in SUBCOMMANDS.items():
         command.configure(commands.add_parser(name, help=command.help, description=command.help))
     args = parser.parse_args(argv)
-    return SUBCOMMANDS[args.command].run(args)
+    try:
+        code = SUBCOMMANDS[args.command].run(args)
+        sys.stdout.flush()  # a reader gone shows here, not in the flush at exit
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _discard_stdout() -> None:
+    """Points stdout at /dev/null, so that the interpreter's flush at exit of what is still
+    buffered raises no second BrokenPipeError (the recipe of Python's signal docs)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)

@@ -1,4 +1,4 @@
-"""The statemeta command: demo and spec."""
+"""The statemeta command: demo, spec, and what every subcommand shares."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from statemeta.cli import SUBCOMMANDS, main
+from statemeta import StreamMeta, StreamTask
+from statemeta.cli import EXIT_BROKEN_PIPE, SUBCOMMANDS, main
 from statemeta.diagrams import GENERATED
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -93,3 +94,24 @@ def test_python_dash_m_runs_the_command() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["statuses"][0] == {"name": "ready", "value": 0}
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    """``statemeta inspect PATH --json | head -1``: no traceback, the exit code of SIGPIPE."""
+    meta = StreamMeta.open(tmp_path / "meta", vg_id=2)
+    for n in range(1, 301):  # more JSON than a pipe buffers
+        meta.register(StreamTask(stream_id=0x51, task_id=n), ver=5)
+    meta.close()
+    root = Path(__file__).resolve().parents[2]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "statemeta", "inspect", str(tmp_path / "meta"), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": ""},
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # before the child writes: every write finds no reader
+    stderr = child.stderr.read()
+    assert child.wait(timeout=60) == EXIT_BROKEN_PIPE
+    assert stderr == b""
