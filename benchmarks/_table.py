@@ -118,3 +118,8 @@ def table_lines(results: Sequence[ModuleResult]) -> list[str]:
         ).rstrip()
         for line in cells
     ]
+
+
+def print_module(name: str, rows: list[dict[str, Any]]) -> None:
+    """A module run alone (``python -m benchmarks.bench_NAME``): its rows as the one table."""
+    print("\n".join(table_lines([ModuleResult(name, 0.0, rows)])))

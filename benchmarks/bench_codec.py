@@ -14,6 +14,7 @@ import timeit
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks._table import print_module
 from statemeta.codec import (
     Ep,
     EpInfo,
@@ -309,11 +310,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a few seconds, fewer repeats")
     args = parser.parse_args()
-    for row in run(args.quick):
-        print(
-            f"{row['name']:40} {row['value']:>9} {row['unit']}  struct {row['baseline_value']:>8}"
-            f"  ratio {row['ratio']:>5}x  goal {row['goal'] or '-'}"
-        )
+    print_module("codec", run(args.quick))
 
 
 if __name__ == "__main__":

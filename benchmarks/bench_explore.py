@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from benchmarks._table import print_module
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.search import Exploration, explore
 
@@ -79,12 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="depth 3, one run")
     args = parser.parse_args()
-    for row in run(args.quick):
-        print(
-            f"{row['name']:<60} {row['value']:>10} {row['unit']:<10} "
-            f"baseline {row['baseline_value']} ({row['baseline'] or '-'}), "
-            f"ratio {row['ratio']}, goal {row['goal'] or '-'}"
-        )
+    print_module("explore", run(args.quick))
 
 
 if __name__ == "__main__":

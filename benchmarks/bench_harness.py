@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, rule
 from hypothesis.strategies import integers
 
+from benchmarks._table import print_module
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.cli_check import Progress, check_settings, run_check
 from statemeta.harness.reference import ReferenceAdapter
@@ -132,12 +133,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10 examples, one repeat")
     args = parser.parse_args()
-    print(f"{'measure':<42} {'value':>9}  {'baseline':<24} {'base value':>10} {'ratio':>6}  goal")
-    for row in run(args.quick):
-        print(
-            f"{row['name']:<42} {row['value']:>9.0f}  {row['baseline']:<24}"
-            f" {row['baseline_value']:>10.0f} {row['ratio']:>6.3f}  {row['goal']}"
-        )
+    print_module("harness", run(args.quick))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks._table import print_module
 from statemeta.lifecycle import (
     LIFECYCLE_MACHINE,
     TaskEvent,
@@ -144,11 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10,000 lifecycles, 3 repeats")
     args = parser.parse_args()
-    print(f"{'measure':<46} {'value':>10}  {'baseline':<26} {'base value':>10} {'ratio':>7}  goal")
-    for row in run(args.quick):
-        ratio = "" if row["ratio"] is None else f"{row['ratio']:.2f}"
-        print(f"{row['name']:<46} {row['value']:>8.2f} {row['unit']:<2} {row['baseline']:<26}"
-              f" {row['baseline_value']:>10.2f} {ratio:>7}  {row['goal']}")
+    print_module("lifecycle", run(args.quick))
 
 
 if __name__ == "__main__":

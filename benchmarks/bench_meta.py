@@ -23,6 +23,7 @@ from pathlib import Path
 
 import lmdb
 
+from benchmarks._table import print_module
 from statemeta.codec import EpSet, StreamTask, decode_hb, decode_task, encode_hb, encode_task
 from statemeta.codec import encode_task_key as key_of
 from statemeta.meta import (
@@ -175,11 +176,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
     args = parser.parse_args()
-    for row in run(args.quick):
-        print(
-            f"{row['name']}: {row['value']} {row['unit']} | {row['baseline']}: "
-            f"{row['baseline_value']} | ratio {row['ratio']} (goal {row['goal'] or 'none'})"
-        )
+    print_module("meta", run(args.quick))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from typing import Any
 
 import lmdb
 
+from benchmarks._table import print_module
 from statemeta.store import LmdbStore, MemoryStore, OverlayStore, Table
 
 Row = dict[str, object]
@@ -187,12 +188,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small counts, seconds")
     parser.add_argument("--dir", default=None, help="directory for the files (default: temp)")
     args = parser.parse_args()
-    print(f"{'name':34} {'value':>10} {'baseline':>10} {'ratio':>6}  goal     unit / baseline")
-    for row in run(args.quick, args.dir):
-        print(
-            f"{row['name']:34} {row['value']:>10} {row['baseline_value']:>10} "
-            f"{row['ratio']:>5}x  {row['goal']:7}  {row['unit']} / {row['baseline']}"
-        )
+    print_module("store", run(args.quick, args.dir))
 
 
 if __name__ == "__main__":
