@@ -10,11 +10,10 @@ after close, open and load with the records committed before. Each function rais
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from statemeta.codec import NO_RELATED_TASK, StreamTask, TaskId, decode_hb, decode_task_key
+from statemeta.codec import NO_RELATED_TASK, StreamTask, TaskId, cached, decode_hb
 from statemeta.errors import DecodeError, InvariantViolation
 from statemeta.lifecycle import LIFECYCLE_ROWS, StatusChange, TaskStatus, should_stop
 from statemeta.meta.core import CheckTrace, RoleChange, SentHeartbeat
@@ -52,12 +51,6 @@ _NOT_TABLE_CAUSES = frozenset({"resume", "reset", "set_ready"})
 
 def _fail(invariant_id: str, evidence: str) -> InvariantViolation:
     return InvariantViolation(invariant_id, evidence)
-
-
-@functools.lru_cache(maxsize=8192)
-def _key_id(key: bytes) -> TaskId:
-    """The id a task.db key names (cached: the checks decode the same few keys at every step)."""
-    return TaskId(*decode_task_key(key))
 
 
 # -- over a view ---------------------------------------------------------------------------
@@ -196,7 +189,7 @@ def store_mirror(
     seen: set[TaskId] = set()
     for key, task in stored:
         try:
-            key_id = _key_id(key)
+            key_id = cached.key_id(key)
         except DecodeError as e:
             raise _fail("store-mirror", f"stored key {key.hex()} does not decode: {e}") from e
         if key_id not in records:
@@ -272,7 +265,7 @@ def check_trace(trace: CheckTrace) -> None:
 def reopen(committed_keys: Sequence[bytes], view: MetaView) -> None:
     """reopen: after close, open and load_all of a fresh meta, its ids are the committed
     records' (in key byte order), every task UNINIT, not downstream-ready, paused_count 0."""
-    expected = tuple(_key_id(k) for k in sorted(committed_keys))
+    expected = tuple(cached.key_id(k) for k in sorted(committed_keys))
     if view.ids != expected:
         raise _fail(
             "reopen",

@@ -13,7 +13,6 @@ time. Table rows reached are counted in ``coverage`` (the reference only).
 
 from __future__ import annotations
 
-import functools
 import shutil
 import tempfile
 from collections import Counter
@@ -22,7 +21,7 @@ from typing import Literal
 
 import attrs
 
-from statemeta.codec import EpSet, StreamTask, TaskId, decode_task, decode_task_key
+from statemeta.codec import EpSet, StreamTask, TaskId, cached
 from statemeta.errors import InvariantViolation, MisuseError, StatemetaError
 from statemeta.harness.adapter import PROTOCOL_VERSION
 from statemeta.harness.normalize import (
@@ -227,7 +226,7 @@ class ReferenceAdapter:
         store = self.store.inner
         if not isinstance(store, MemoryStore):
             raise MisuseError("committed_records needs the memory backend")
-        return {_key_id(k): _decoded(v) for k, v in store.committed_items(TASK_TABLE)}
+        return {cached.key_id(k): _decoded(v) for k, v in store.committed_items(TASK_TABLE)}
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -305,29 +304,18 @@ class ReferenceAdapter:
         self.store.fail_next(_FAULT_OPS[str(op.arg("op"))])
 
 
-_SLOT_IDS: dict[str, TaskId] = {s.name: s.id for s in TASK_POOL}
-"""Each pool slot's id, built once (an op names its task by slot)."""
-
-
 def _task(op: Op) -> TaskId:
-    name = str(op.arg("task"))
-    tid = _SLOT_IDS.get(name)
-    return slot_of(name).id if tid is None else tid
+    return slot_of(str(op.arg("task"))).id
 
 
 def _event(op: Op) -> TaskEvent:
     return TaskEvent[str(op.arg("event")).upper()]
 
 
-def _key_id(key: bytes) -> TaskId:
-    return TaskId(*decode_task_key(key))
-
-
-@functools.lru_cache(maxsize=4096)
 def _decoded(value: bytes) -> StreamTask | None:
-    """Cached: the durable check decodes the same few committed values at every step."""
+    """The committed record, None if it does not decode (the durable check compares it)."""
     try:
-        return decode_task(value)
+        return cached.decode(value)
     except StatemetaError:
         return None
 

@@ -54,8 +54,8 @@ from statemeta.codec import (
     HbMsg,
     StreamTask,
     TaskId,
+    cached,
     decode_checkpoint_info,
-    decode_task,
     decode_task_record,
     encode_hb,
     encode_task,
@@ -548,7 +548,7 @@ class StreamMeta:
         rows: list[tuple[bytes, StreamTask | None]] = []
         for key, value in self._tasks.items():
             try:
-                rows.append((key, _decode_stored(value)))
+                rows.append((key, cached.decode(value)))
             except (DecodeError, IncompatibleVersionError):
                 rows.append((key, None))
         return tuple(rows)
@@ -1027,11 +1027,6 @@ class StreamMeta:
         return True
 
 
-_decode_stored = functools.lru_cache(maxsize=8192)(decode_task)
-"""decode_task for the invariant checks, which decode the same stored values after every
-operation: the function is pure and its records are frozen, so a cache is safe."""
-
-
 @attrs.frozen
 class _Codec:
     """The codec functions a meta calls to persist and load its records."""
@@ -1043,18 +1038,9 @@ class _Codec:
 
 
 _PLAIN_CODEC = _Codec(encode_task_key, encode_task, decode_task_record, decode_checkpoint_info)
-"""A meta's codec: it encodes a record once per write and decodes each record once per open,
-so a cache would only hold memory (and would flatter a benchmark of load_all)."""
-_CHECK_CODEC = _Codec(
-    functools.lru_cache(maxsize=8192, typed=True)(encode_task_key),
-    functools.lru_cache(maxsize=8192)(encode_task),
-    functools.lru_cache(maxsize=8192)(decode_task_record),
-    functools.lru_cache(maxsize=8192)(decode_checkpoint_info),
-)
-"""The codec in check mode (the explorer, the property suite), cached: these runs register,
-save and reopen the same few records hundreds of thousands of times. The functions are pure
-and their records frozen, and a cache keeps no exception, so a record that does not decode is
-rejected on every load, and a hit is the verdict of the same bytes."""
+"""A meta's codec outside check mode: the plain functions."""
+_CHECK_CODEC = _Codec(cached.task_key, cached.encode, cached.decode_record, cached.checkpoint_info)
+"""The codec in check mode: memoised (statemeta/codec/cached.py says why that is safe)."""
 
 
 def _codec(check_invariants: bool) -> _Codec:
