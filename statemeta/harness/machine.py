@@ -1,4 +1,7 @@
-"""The Hypothesis state machine built from OP_SPECS: one rule per operation of a level.
+"""The Hypothesis state machine over the operations of OP_SPECS at one level.
+
+Its one rule, ``command``, runs what statemeta.harness.generation draws: an operation, or a
+walk of several (why one rule and what a walk is: that module's docstring).
 
 The machine drives a reference adapter (the reference, or a broken variant in its place) and,
 in differential mode, a system under test (any Adapter) with the same operations. After every
@@ -33,19 +36,13 @@ from statemeta.codec import (
     encode_task_key,
 )
 from statemeta.errors import InvariantViolation
+from statemeta.harness import generation
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.normalize import Json, check_view_invariants
-from statemeta.harness.operations import (
-    REGISTER_VER,
-    TASK_POOL,
-    JsonScalar,
-    Op,
-    OpSpec,
-    ops_at,
-)
+from statemeta.harness.operations import REGISTER_VER, TASK_POOL, Op
 from statemeta.harness.reference import ReferenceAdapter, saved_record
 from statemeta.invariants import reopen
-from statemeta.lifecycle import TaskEvent, TaskStatus, should_stop, transition_row
+from statemeta.lifecycle import TaskStatus
 
 __all__ = ["Divergence", "DurableModel", "Step", "build_machine", "compare_step"]
 
@@ -229,6 +226,18 @@ def _check_durable(adapter: ReferenceAdapter, model: DurableModel, op: Op) -> st
     return None
 
 
+def _reference_inside(adapter: Adapter) -> ReferenceAdapter | None:
+    """The in-process reference (a broken variant) behind ``adapter``, whose store the durable
+    model can check, also through wrappers that keep what they wrap as ``inner`` (a replay's or
+    a check's RecordingAdapter)."""
+    inner: object = adapter
+    while not isinstance(inner, ReferenceAdapter):
+        inner = getattr(inner, "inner", None)
+        if inner is None:
+            return None
+    return inner
+
+
 class _Machine(RuleBasedStateMachine):
     """The state machine; ``build_machine`` subclasses it with the rules of one level."""
 
@@ -270,8 +279,9 @@ class _Machine(RuleBasedStateMachine):
         sut_view = self.sut.view()
         try:
             compare_step(op, ref_result, sut_result, self.ref_view, sut_view)
-            if isinstance(self.sut, ReferenceAdapter) and self.level > 1:
-                problem = _check_durable(self.sut, self.model, op)
+            variant = _reference_inside(self.sut)
+            if variant is not None and self.level > 1:
+                problem = _check_durable(variant, self.model, op)
                 if problem is not None:
                     raise Divergence("durable", problem)
         except InvariantViolation as e:
@@ -280,40 +290,7 @@ class _Machine(RuleBasedStateMachine):
             raise self._divergence(e, sut_view) from None
 
     def task_states(self) -> dict[str, dict[str, Json]]:
-        """The reference's view of each mapped slot (level 1: of every slot)."""
-        tasks = self.ref_view["tasks"]
-        if self.level == 1:
-            return {t["slot"]: t for t in tasks}
-        by_id = {(t["id"][0], t["id"][1]): t for t in tasks}
-        return {
-            s.name: by_id[s.id.stream_id, s.id.task_id]
-            for s in TASK_POOL
-            if (s.id.stream_id, s.id.task_id) in by_id
-        }
-
-    def draw_args(self, spec: OpSpec, data: st.DataObject) -> dict[str, JsonScalar]:
-        """The arguments of ``spec``, each drawn from its whole domain with the values that
-        make sense now listed ahead (so drawn more often, and shrunk to): a mapped task not
-        stopping (else any mapped one; an unmapped one for register), an event that moves
-        its lifecycle on (not into STOP or DROPPING, which stop_all, notify_close and
-        unregister reach often enough), its started event."""
-        states = self.task_states()
-        args: dict[str, JsonScalar] = {}
-        params = sorted(spec.params, key=lambda p: p.name != "task")  # the task first
-        for p in params:
-            ahead: list[JsonScalar] = []
-            state = states.get(str(args.get("task")))
-            if p.name == "task" and spec.name == "register":
-                ahead = [name for name in _SLOT_NAMES if name not in states]
-            elif p.name == "task":
-                ahead = [n for n, t in states.items() if not should_stop(_status(t))]
-                ahead = ahead or list(states)
-            elif p.kind == "event" and state is not None:
-                ahead = [e for e in p.domain if _moves_on(_status(state), _EVENTS[str(e)])]
-            elif p.kind == "two_phase_event" and state is not None and state["active"]:
-                ahead = [state["active"]]
-            args[p.name] = data.draw(st.sampled_from(ahead * 3 + list(p.domain)), p.name)
-        return args
+        return generation.slot_states(self.ref_view, self.level)
 
     def _divergence(self, e: Divergence, sut_view: dict[str, Json] | None) -> Divergence:
         e.steps = list(self.steps)
@@ -327,37 +304,12 @@ class _Machine(RuleBasedStateMachine):
             self.sut.stop()
 
 
-_SLOT_NAMES = [s.name for s in TASK_POOL]
-_EVENTS = {e.name.lower(): e for e in TaskEvent}
+def command(self: _Machine, data: st.DataObject) -> None:
+    """The machine's one rule (statemeta.harness.generation says why one)."""
+    generation.command(self, data)
 
 
-def _status(task: dict[str, Json]) -> TaskStatus:
-    return TaskStatus[str(task["status"]).upper()]
-
-
-def _moves_on(status: TaskStatus, event: TaskEvent) -> bool:
-    row = transition_row(status, event)
-    return row is not None and not should_stop(row.to_status)
-
-
-def _rule_for(spec: OpSpec) -> Callable[..., None]:
-    """The rule of one op: its arguments are drawn in the rule (``draw_args``), since what
-    makes sense depends on the state."""
-    if spec.params:
-
-        def run(self: _Machine, data: st.DataObject) -> None:
-            self.step(Op.of(spec.name, **self.draw_args(spec, data)))
-
-        run.__name__ = run.__qualname__ = spec.name
-        run.__doc__ = spec.doc
-        return rule(data=st.data())(run)
-
-    def run_plain(self: _Machine) -> None:
-        self.step(Op.of(spec.name))
-
-    run_plain.__name__ = run_plain.__qualname__ = spec.name
-    run_plain.__doc__ = spec.doc
-    return rule()(run_plain)
+_COMMAND = rule(data=st.data())(command)
 
 
 def _register_initial(self: _Machine, tasks: list[str]) -> None:
@@ -381,7 +333,7 @@ def build_machine(
 ) -> type[RuleBasedStateMachine]:
     """The machine over the operations of ``level``: the reference alone, or differential
     against ``sut`` (one adapter for the whole run: started per example, stopped at its end)."""
-    namespace: dict[str, Any] = {spec.name: _rule_for(spec) for spec in ops_at(level)}
+    namespace: dict[str, Any] = {"command": _COMMAND}
     if level > 1:
         namespace["register_initial"] = _REGISTER_INITIAL
     namespace.update(

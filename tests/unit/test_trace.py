@@ -150,6 +150,16 @@ def test_replay_passes_when_both_sides_agree() -> None:
     assert replay(PAUSED_TWICE, level=2, sut=ReferenceAdapter(), sut_command="ref") is None
 
 
+def test_replay_checks_an_in_process_variant_against_the_durable_model() -> None:
+    """The failure a run found on a variant's store must be found again by replay (and so by
+    minimize), through the wrapper replay puts around the implementation."""
+    sut = ReferenceAdapter("register_without_commit", check_invariants=False)
+    trace = replay([Op.of("register", task="s1")], level=3, sut=sut, sut_command="variant")
+    assert trace is not None
+    assert trace.failure.kind == "durable"
+    assert "expected but not committed ['0x10-0x1']" in trace.failure.detail
+
+
 def test_replay_stops_at_the_first_divergence() -> None:
     sut = ReferenceAdapter("paused_count_self_pause", check_invariants=False)
     trace = replay((*PAUSED_TWICE, Op.of("commit")), level=2, sut=sut, sut_command="variant")

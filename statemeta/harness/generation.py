@@ -1,0 +1,253 @@
+"""What the state machine draws next: the operation mix and the walks.
+
+Theory of operation. The machine has one Hypothesis rule, ``command``, which draws a name from
+``FREQUENCY`` (each operation, plus the walks, repeated by its weight) and runs it. One rule
+instead of one per operation, because Hypothesis's choice among rules cannot be weighted and
+is far from uniform: it favours the rules it sorts first (no-argument ones such as
+all_tasks_ready ran 10x as often as update_stage_role), so a bug needing two elections and a
+clock advance was never drawn.
+
+A **walk** is a run of up to ``WALK_MAX`` operations focused on one machine, for the bugs that
+need several precise operations in a row (a waiting event fired in the wrong order needs one
+task taken through six lifecycle events: about 1e-5 per example when each step draws one
+operation of 25, about 1e-2 along the table):
+
+- the lifecycle walk takes one task along the rows of the lifecycle table from its current
+  status (``lifecycle_moves``);
+- the role walk elects, demotes and lets time pass (heartbeats);
+- the round walk starts a start round and lets tasks come, go and report.
+
+Every operation of a walk is an ordinary step (the trace holds handle_event, register, ...);
+Hypothesis shrinks a walk's length and moves like any other draw. Arguments are drawn from
+their whole domains, with the values that make sense in the current state listed ahead
+(``draw_args``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import attrs
+from hypothesis import strategies as st
+
+from statemeta.errors import MisuseError
+from statemeta.harness.normalize import Json
+from statemeta.harness.operations import (
+    LEVELS,
+    OP_SPECS,
+    TASK_POOL,
+    JsonScalar,
+    Op,
+    OpSpec,
+    ops_at,
+)
+from statemeta.lifecycle import TaskEvent, TaskStatus, should_stop, transition_row
+from statemeta.tables import LIFECYCLE
+
+__all__ = ["FREQUENCY", "WALK_MAX", "Driver", "command", "lifecycle_moves", "slot_states"]
+
+FREQUENCY: Mapping[str, int] = {
+    # read-only queries first: Hypothesis shrinks a choice towards the first
+    "latest_checkpoint_id": 1, "all_tasks_ready": 1,
+    # the lifecycle
+    "lifecycle_walk": 12,
+    "complete": 1, "restore": 1, "reset": 1, "set_ready": 1, "handle": 3,
+    "handle_event": 2, "complete_event": 1, "resume": 1, "begin_checkpoint": 1,
+    # the task set and its references
+    "register": 2, "unregister": 1, "acquire": 1, "release": 1,
+    # persistence inside the meta
+    "save_task": 2, "commit": 2, "load_all": 1,
+    # start rounds and stopping
+    "round_walk": 2,
+    "start_all": 1, "start_one": 1, "report_launch": 2, "stop_all": 1, "notify_close": 1,
+    # roles, heartbeats and timers
+    "role_walk": 2,
+    "update_stage_role": 2, "advance_clock": 2, "start_task_timer": 1,
+    "report_downstream_update": 1,
+    # level 3: the process and the store
+    "close_reopen": 2, "crash_reopen": 2, "fail_next": 2,
+}
+"""How often each name is drawn, relative to the others of its level (a level draws the
+walks whose operations it has). The weights favour what builds state: walks, registers,
+saves, commits, reopens and faults."""
+
+WALK_MAX = 12
+"""The most operations one walk runs."""
+
+
+@attrs.frozen
+class _Walk:
+    """A walk over a fixed set of operations (the lifecycle walk is the state-dependent one)."""
+
+    first: str | None
+    """The operation that opens the walk (no arguments), if any."""
+    moves: tuple[str, ...]
+    """The operations it then draws, each repeated by its weight."""
+
+
+_WALKS: Mapping[str, _Walk] = {
+    "role_walk": _Walk(None, ("update_stage_role",) * 2 + ("advance_clock",)),
+    "round_walk": _Walk(
+        "start_all", ("register", "unregister", "start_one") + ("report_launch",) * 2
+    ),
+}
+_WALK_NAMES = frozenset({"lifecycle_walk", *_WALKS})
+
+_LIFECYCLE_OPS = {
+    1: ("handle", "complete", "restore", None),  # the lifecycles alone: no save
+    2: ("handle_event", "complete_event", "resume", "save_task"),
+}
+"""A lifecycle walk's operations: handle an event, complete it, resume, save."""
+
+_SLOT_NAMES = tuple(s.name for s in TASK_POOL)
+_EVENTS = {e.name.lower(): e for e in TaskEvent}
+
+
+class Driver(Protocol):
+    """What generation needs of the machine: its level, the reference's task states and a
+    way to run one operation (checked and recorded)."""
+
+    @property
+    def level(self) -> int: ...
+
+    def task_states(self) -> dict[str, dict[str, Json]]:
+        """The reference's ``slot_states`` now."""
+
+    def step(self, op: Op) -> None: ...
+
+
+def slot_states(view: dict[str, Json], level: int) -> dict[str, dict[str, Json]]:
+    """Each mapped pool slot's task in a view, by slot name (level 1: every slot)."""
+    tasks = view["tasks"]
+    if level == 1:
+        return {t["slot"]: t for t in tasks}
+    by_id = {(t["id"][0], t["id"][1]): t for t in tasks}
+    return {
+        s.name: by_id[s.id.stream_id, s.id.task_id]
+        for s in TASK_POOL
+        if (s.id.stream_id, s.id.task_id) in by_id
+    }
+
+
+def command(driver: Driver, data: st.DataObject) -> None:
+    """The machine's one rule: a name drawn by ``FREQUENCY``, run."""
+    name = data.draw(st.sampled_from(_CHOICES[driver.level]), "op")
+    if name == "lifecycle_walk":
+        _lifecycle_walk(driver, data)
+    elif name in _WALKS:
+        _walk(driver, _WALKS[name], data)
+    else:
+        _run(driver, name, data)
+
+
+def _run(driver: Driver, name: str, data: st.DataObject) -> None:
+    driver.step(Op.of(name, **draw_args(driver, OP_SPECS[name], data)))
+
+
+def draw_args(driver: Driver, spec: OpSpec, data: st.DataObject) -> dict[str, JsonScalar]:
+    """The arguments of ``spec``, each drawn from its whole domain with the values that
+    make sense now listed ahead (so drawn more often, and shrunk to): a mapped task (an
+    unmapped one for register), an event that moves its lifecycle on (not into STOP or
+    DROPPING), its started event."""
+    states = driver.task_states()
+    args: dict[str, JsonScalar] = {}
+    params = sorted(spec.params, key=lambda p: p.name != "task")  # the task first
+    for p in params:
+        ahead: list[JsonScalar] = []
+        state = states.get(str(args.get("task")))
+        if p.name == "task" and spec.name == "register":
+            ahead = [name for name in _SLOT_NAMES if name not in states]
+        elif p.name == "task":
+            ahead = list(states)
+        elif p.kind == "event" and state is not None:
+            status = _status(state)
+            ahead = [e for e in p.domain if _moves_on(status, _EVENTS[str(e)])]
+        elif p.kind == "two_phase_event" and state is not None and state["active"]:
+            ahead = [state["active"]]
+        args[p.name] = data.draw(st.sampled_from(ahead * 3 + list(p.domain)), p.name)
+    return args
+
+
+def _walk(driver: Driver, walk: _Walk, data: st.DataObject) -> None:
+    if walk.first is not None:
+        driver.step(Op.of(walk.first))
+    for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
+        _run(driver, data.draw(st.sampled_from(walk.moves), "move"), data)
+
+
+def _lifecycle_walk(driver: Driver, data: st.DataObject) -> None:
+    """One task (a mapped one not stopping if there is one; else a register first) taken
+    through ``lifecycle_moves`` from its current status."""
+    states = driver.task_states()
+    names = [n for n, t in states.items() if not should_stop(_status(t))] or list(states)
+    if names:
+        name = data.draw(st.sampled_from(names), "walk task")
+    else:
+        name = data.draw(st.sampled_from(_SLOT_NAMES), "walk task")
+        driver.step(Op.of("register", task=name))
+    ops = _LIFECYCLE_OPS[min(driver.level, 2)]
+    for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
+        task = driver.task_states().get(name)
+        if task is None:  # removed on the way (a deferred removal, a reopen)
+            return
+        moves = lifecycle_moves(_status(task), task["active"], ops)
+        name_, args = data.draw(st.sampled_from(moves), "move")
+        driver.step(Op.of(name_, task=name, **dict(args)))
+
+
+_Move = tuple[str, tuple[tuple[str, JsonScalar], ...]]
+"""An operation and its arguments other than the task."""
+
+
+def lifecycle_moves(
+    status: TaskStatus, active: Json, ops: tuple[str | None, ...]
+) -> list[_Move]:
+    """A lifecycle walk's moves from ``status``, each listed as often as it should be drawn:
+    a row of the table that moves on 3 times, a row into STOP or DROPPING once, completing a
+    started transition 12 times (about half the moves), a resume (from PAUSE or HALT) 3
+    times, a save once."""
+    handle, complete, resume, save = ops
+    assert handle is not None and complete is not None and resume is not None
+    moves: list[_Move] = []
+    for event in TaskEvent:
+        row = transition_row(status, event)
+        if row is not None:
+            move = (handle, (("event", event.name.lower()),))
+            moves += [move] * (1 if should_stop(row.to_status) else 3)
+    if active:
+        moves += [(complete, (("event", str(active)),))] * 12
+    if status in LIFECYCLE.resumable:
+        moves += [(resume, ())] * 3
+    if save is not None:
+        moves.append((save, ()))
+    return moves
+
+
+def _status(task: dict[str, Json]) -> TaskStatus:
+    return TaskStatus[str(task["status"]).upper()]
+
+
+def _moves_on(status: TaskStatus, event: TaskEvent) -> bool:
+    row = transition_row(status, event)
+    return row is not None and not should_stop(row.to_status)
+
+
+def _choices(level: int) -> tuple[str, ...]:
+    """Each name of ``level`` repeated by its weight, in table order."""
+    ops = {spec.name for spec in ops_at(level)}
+    walks = {
+        name for name, walk in _WALKS.items()
+        if {walk.first or walk.moves[0], *walk.moves} <= ops
+    }
+    names = ops | walks | {"lifecycle_walk"}
+    missing = names - FREQUENCY.keys()
+    if missing:
+        raise MisuseError(f"FREQUENCY has no weight for {sorted(missing)}")
+    return tuple(n for n, weight in FREQUENCY.items() if n in names for _ in range(weight))
+
+
+_unknown = FREQUENCY.keys() - _WALK_NAMES - OP_SPECS.keys()
+if _unknown:
+    raise MisuseError(f"FREQUENCY weighs unknown operations {sorted(_unknown)}")
+_CHOICES = {level: _choices(level) for level in LEVELS}

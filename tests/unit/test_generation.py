@@ -1,0 +1,81 @@
+"""What the machine draws (statemeta/harness/generation.py): every operation of a level can be
+drawn, walks only use their level's operations, a lifecycle walk follows the table."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from statemeta.harness import generation
+from statemeta.harness.generation import FREQUENCY, WALK_MAX, lifecycle_moves
+from statemeta.harness.normalize import Json
+from statemeta.harness.operations import LEVELS, Op, ops_at
+from statemeta.harness.reference import ReferenceAdapter
+from statemeta.lifecycle import TaskEvent, TaskStatus, transition_row
+from statemeta.tables import LIFECYCLE
+
+LEVEL_2_OPS = ("handle_event", "complete_event", "resume", "save_task")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_every_operation_of_a_level_is_drawn_by_its_weight(level: int) -> None:
+    choices = Counter(generation._CHOICES[level])
+    for spec in ops_at(level):
+        assert choices[spec.name] == FREQUENCY[spec.name] >= 1
+    names = {spec.name for spec in ops_at(level)}
+    walks = set(choices) - names
+    assert walks == ({"lifecycle_walk"} if level == 1 else
+                     {"lifecycle_walk", "round_walk", "role_walk"})
+
+
+@pytest.mark.parametrize("status", list(TaskStatus))
+@pytest.mark.parametrize("active", [None, "init"])
+def test_a_lifecycle_walk_moves_only_along_the_table(
+    status: TaskStatus, active: str | None
+) -> None:
+    moves = lifecycle_moves(status, active, LEVEL_2_OPS)
+    events = {TaskEvent[str(dict(args)["event"]).upper()]
+              for name, args in moves if name == "handle_event"}
+    assert events == {e for e in TaskEvent if transition_row(status, e) is not None}
+    assert any(name == "complete_event" for name, _ in moves) == (active is not None)
+    assert any(name == "resume" for name, _ in moves) == (status in LIFECYCLE.resumable)
+    assert moves.count(("save_task", ())) == 1
+
+
+def test_level_one_walks_have_no_save() -> None:
+    moves = lifecycle_moves(TaskStatus.READY, None, ("handle", "complete", "restore", None))
+    assert {name for name, _ in moves} == {"handle"}
+
+
+class _Recorder:
+    """A Driver over the reference that keeps what it was asked to run."""
+
+    def __init__(self, level: int) -> None:
+        self.level = level
+        self.adapter = ReferenceAdapter(check_invariants=False)
+        self.adapter.start(level)
+        self.ops: list[Op] = []
+
+    def task_states(self) -> dict[str, dict[str, Json]]:
+        return generation.slot_states(self.adapter.view(), self.level)
+
+    def step(self, op: Op) -> None:
+        self.ops.append(op)
+        self.adapter.call(op)
+
+
+@settings(max_examples=60, deadline=None)
+@given(level=st.sampled_from(LEVELS), data=st.data())
+def test_a_command_runs_valid_operations_of_its_level(level: int, data: st.DataObject) -> None:
+    driver = _Recorder(level)
+    allowed = {spec.name for spec in ops_at(level)}
+    for _ in range(3):
+        before = len(driver.ops)
+        generation.command(driver, data)
+        ran = driver.ops[before:]
+        assert 1 <= len(ran) <= WALK_MAX + 1  # a walk's opening op (start_all, register) + moves
+        assert {op.name for op in ran} <= allowed
+    driver.adapter.stop()
