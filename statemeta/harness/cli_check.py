@@ -2,9 +2,10 @@
 
 ``run_check`` is the one way a conformance run happens (the CLI and the pytest plugin call it):
 the differential machine of statemeta.harness.machine drives the reference and the
-implementation side by side under Hypothesis, which shrinks a divergence to a short trace. An
-implementation that breaks the protocol stops the run at once (no shrinking: each attempt on
-a hung one would cost a timeout) with the steps so far.
+implementation side by side under Hypothesis, which searches for a divergence; its trace is
+then shrunk by deleting operations (statemeta.harness.minimize says why not by Hypothesis).
+An implementation that breaks the protocol stops the run at once (no shrinking: each replay
+of a hung one would cost a timeout) with the steps so far.
 
 Exit codes of both commands: 0 conformant (replay: the trace passes now), 1 a divergence, an
 invariant violation or a broken implementation (trace written, path printed), 2 could not run
@@ -29,6 +30,7 @@ from hypothesis.stateful import get_state_machine_test
 from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.machine import Divergence, build_machine
+from statemeta.harness.minimize import minimize, without_shrinking
 from statemeta.harness.operations import LEVELS, Op
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
@@ -139,7 +141,7 @@ def run_check(
     machine = build_machine(
         level, sut=counting, reference=_unchecked_reference, name=f"Conformance{level}"
     )
-    test = get_state_machine_test(machine, settings=hypothesis_settings)
+    test = get_state_machine_test(machine, settings=without_shrinking(hypothesis_settings))
     if seed_value is not None:
         test = seed(seed_value)(test)
 
@@ -155,13 +157,15 @@ def run_check(
         )
         return report(trace)
     except Divergence as divergence:
-        return report(divergence_trace(divergence, level=level, sut=sut_label, seed=seed_value))
+        found = [divergence]
     except FlakyFailure as flaky:
         found = [e for e in flaky.exceptions if isinstance(e, Divergence)]
         if not found:
             raise
-        return report(divergence_trace(found[0], level=level, sut=sut_label, seed=seed_value))
-    return report(None)
+    else:
+        return report(None)
+    trace = divergence_trace(found[0], level=level, sut=sut_label, seed=seed_value)
+    return report(minimize(trace, sut=sut, reference=_unchecked_reference))
 
 
 def _unchecked_reference() -> ReferenceAdapter:
