@@ -54,30 +54,7 @@ def test_the_served_reference_conforms(
 VARIANT_RUN = ["--level", "3", "--examples", "100", "--steps", "20", "--seed", "0"]
 
 
-NOT_YET_CAUGHT_BY_CHECK = {
-    "acquire_dropping",
-    "delete_without_commit",
-    "dropping_kept_at_load",
-    "paused_count_forgets_stop",
-    "paused_count_self_pause",
-    "second_heartbeat_chain",
-    "start_round_by_count",
-    "waiting_fired_early",
-    "waiting_fired_lifo",
-}
-"""Not found reliably by ``statemeta check`` within VARIANT_RUN (issue 6 stays open on this): the
-random search rarely drives one task through the few precise steps these need (from a clean
-checkout, with no example database replaying an earlier failure, as CI runs). The exhaustive
-explorer catches every one of them (tests/properties/test_explore_variants.py); the property
-suite catches most (tests/properties/test_variants_caught.py). Remove a name once check finds
-it: the test below then guards it."""
-
-
-def test_the_known_gap_names_real_variants() -> None:
-    assert VARIANTS.keys() >= NOT_YET_CAUGHT_BY_CHECK
-
-
-@pytest.mark.parametrize("variant", sorted(VARIANTS.keys() - NOT_YET_CAUGHT_BY_CHECK))
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_variant_is_caught_and_its_trace_fails_again(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: str
 ) -> None:
