@@ -101,6 +101,13 @@ class TransitionRow:
     two_phase: bool = False
     """handle() only starts the transition; complete() applies it (autoInvokeEndFn false)."""
 
+    @property
+    def label(self) -> str:
+        """The row for people: ``CK -HALT-> HALT (attached, waits for READY)``."""
+        how = f" (attached, waits for {self.attach.name})" if self.attach is not None else ""
+        phase = " (two-phase)" if self.two_phase else ""
+        return f"{self.from_status.name} -{self.event.name}-> {self.to_status.name}{how}{phase}"
+
 
 @attrs.frozen
 class RoleRow:

@@ -7,9 +7,10 @@ from typing import Any
 
 from statemeta import invariants
 from statemeta.explore.search import Exploration
+from statemeta.harness.reference import Coverage
 from statemeta.lifecycle import LIFECYCLE_ROWS
 from statemeta.roles import ROLE_ROWS
-from statemeta.tables import Role, TransitionRow
+from statemeta.tables import Role
 
 
 def invariant_ids() -> tuple[str, ...]:
@@ -24,16 +25,6 @@ def invariant_ids() -> tuple[str, ...]:
     return tuple(ids)
 
 
-def _row_name(row: TransitionRow) -> str:
-    how = f" (attached, waits for {row.attach.name})" if row.attach is not None else ""
-    phase = " (two-phase)" if row.two_phase else ""
-    return f"{row.from_status.name} -{row.event.name}-> {row.to_status.name}{how}{phase}"
-
-
-def _role_name(row: tuple[Role, Any, Role]) -> str:
-    return f"{row[0].name} -{row[1].name}-> {row[2].name}"
-
-
 def report(result: Exploration) -> dict[str, Any]:
     """The report as a JSON value."""
     bounds = result.bounds
@@ -42,15 +33,15 @@ def report(result: Exploration) -> dict[str, Any]:
     missed = []
     for row in LIFECYCLE_ROWS:
         if lifecycle_taken[row]:
-            taken.append({"row": _row_name(row), "times": lifecycle_taken[row]})
+            taken.append({"row": row.label, "times": lifecycle_taken[row]})
         elif row.from_status not in result.statuses:
             missed.append({
-                "row": _row_name(row),
+                "row": row.label,
                 "reason": f"no task is ever {row.from_status.name} within the bounds",
             })
         else:
             missed.append({
-                "row": _row_name(row),
+                "row": row.label,
                 "reason": f"{row.from_status.name} is reached, but not with {row.event.name} "
                 f"applied within {bounds.max_depth} operations",
             })
@@ -61,7 +52,7 @@ def report(result: Exploration) -> dict[str, Any]:
     for r in ROLE_ROWS:
         key = (r.from_role, r.event, r.to_role)
         if role_taken[key]:
-            role_rows.append({"row": _role_name(key), "times": role_taken[key]})
+            role_rows.append({"row": Coverage.role_label(key), "times": role_taken[key]})
         else:
             reason = (
                 f"{r.from_role.name} is never reached within the bounds"
@@ -69,7 +60,7 @@ def report(result: Exploration) -> dict[str, Any]:
                 else f"not taken within {bounds.max_depth} operations and "
                 f"{bounds.role_changes} role changes"
             )
-            role_missed.append({"row": _role_name(key), "reason": reason})
+            role_missed.append({"row": Coverage.role_label(key), "reason": reason})
     stats = result.stats
     counterexample = result.counterexample
     return {
