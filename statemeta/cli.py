@@ -15,6 +15,7 @@ import attrs
 from statemeta.cli_bench import COMMANDS as BENCH_COMMANDS
 from statemeta.diagrams import lifecycle_rows_markdown, refresh_docs, roles_rows_markdown
 from statemeta.explore.cli_explore import COMMANDS as EXPLORE_COMMANDS
+from statemeta.harness.campaign import COMMANDS as CAMPAIGN_COMMANDS
 from statemeta.harness.cli_check import COMMANDS as CHECK_COMMANDS
 from statemeta.lifecycle import (
     LIFECYCLE_ROWS,
@@ -170,6 +171,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
 
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in EXPLORE_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in CHECK_COMMANDS.items()})
+SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in CAMPAIGN_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in TOOL_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in BENCH_COMMANDS.items()})
 

@@ -16,9 +16,8 @@ import attrs
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.coverage import format_report, invariant_ids, report
 from statemeta.explore.search import Counterexample, Exploration, Stats, explore
+from statemeta.harness.campaign import run_campaign
 from statemeta.harness.cli_check import positive_int
-from statemeta.harness.operations import Op
-from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.variants import VARIANTS
 
 DEFAULT_BOUNDS = Bounds()
@@ -204,42 +203,6 @@ def configure_verify(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-class _CountingReference(ReferenceAdapter):
-    """The campaign's reference, counting the operations it runs."""
-
-    calls = 0
-
-    def call(self, op: Op) -> dict[str, Any]:
-        type(self).calls += 1
-        return super().call(op)
-
-
-def run_campaign(examples: int, steps: int) -> tuple[int, str | None]:
-    """The level-3 property machine with the given size: (steps run, failure or None)."""
-    from hypothesis import HealthCheck, settings
-    from hypothesis.stateful import run_state_machine_as_test
-
-    from statemeta.harness.machine import build_machine
-
-    _CountingReference.calls = 0
-    machine = build_machine(3, reference=_CountingReference, name="VerifyMachine")
-    try:
-        run_state_machine_as_test(
-            machine,
-            settings=settings(
-                max_examples=examples,
-                stateful_step_count=steps,
-                deadline=None,
-                derandomize=True,
-                database=None,
-                suppress_health_check=list(HealthCheck),
-            ),
-        )
-    except Exception as error:  # a failing example: the campaign's verdict
-        return _CountingReference.calls, f"{type(error).__name__}: {error}"
-    return _CountingReference.calls, None
-
-
 def run_verify(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     progress = None if args.quiet or args.json else _progress
@@ -251,12 +214,13 @@ def run_verify(args: argparse.Namespace) -> int:
     doc = report(result)
     if result.counterexample is not None:
         write_counterexample(result, Path("explore-counterexample.json"))
-    steps, failure = run_campaign(args.examples, args.steps)
+    campaign = run_campaign(args.examples, args.steps)
+    steps, failure = campaign.steps, campaign.failure
     ok = result.counterexample is None and failure is None
     summary = {
         "ok": ok,
         "explore": doc,
-        "campaign": {"examples": args.examples, "steps_run": steps, "failure": failure},
+        "campaign": campaign.to_json(),
         "seconds": round(time.perf_counter() - started, 1),
     }
     if args.json:
@@ -264,6 +228,7 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         lifecycle = doc["lifecycle_rows"]
         roles = doc["role_rows"]
+        campaign_rows = summary["campaign"]["lifecycle_rows"]
         print(format_report(doc))
         print(
             f"\nverify: {doc['states']} states "
@@ -271,7 +236,8 @@ def run_verify(args: argparse.Namespace) -> int:
             + f" (depth {doc['depth']}), "
             f"lifecycle rows {len(lifecycle['taken'])}/{lifecycle['total']}, role rows "
             f"{len(roles['taken'])}/{roles['total']}, {len(invariant_ids())} invariants checked "
-            f"in every state; property campaign: {steps} steps in {args.examples} examples"
+            f"in every state; property campaign: {steps} steps in {args.examples} examples, "
+            f"lifecycle rows {len(campaign_rows['taken'])}/{campaign_rows['total']}"
             + ("" if failure is None else f" FAILED: {failure}")
             + f"; {summary['seconds']} s: {'OK' if ok else 'FAILED'}"
         )

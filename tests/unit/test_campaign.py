@@ -1,0 +1,69 @@
+"""statemeta campaign: counts what it ran, reaches the tables' rows, reports a failure."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from statemeta.cli import main
+from statemeta.errors import InvariantViolation
+from statemeta.harness import campaign
+from statemeta.harness.campaign import run_campaign
+from statemeta.harness.operations import Op
+from statemeta.harness.reference import ReferenceAdapter
+from statemeta.lifecycle import LIFECYCLE_ROWS
+from statemeta.roles import ROLE_ROWS
+
+
+def test_a_small_campaign_reaches_every_row_of_both_tables() -> None:
+    """The generator's reach: every lifecycle and role row within 50 examples of 50 calls."""
+    report = run_campaign(50, 50, seed_value=0)
+    assert report.failure is None
+    assert report.examples >= 50 and report.steps > 50 * 20
+    doc = report.to_json()
+    assert doc["lifecycle_rows"]["not_reached"] == []
+    assert len(doc["lifecycle_rows"]["taken"]) == len(LIFECYCLE_ROWS)
+    assert doc["role_rows"] == {"total": len(ROLE_ROWS), "not_reached": []}
+    assert sum(doc["lifecycle_rows"]["taken"].values()) > len(LIFECYCLE_ROWS)
+
+
+def test_the_same_seed_runs_the_same_campaign() -> None:
+    first, second = run_campaign(5, 20, seed_value=3), run_campaign(5, 20, seed_value=3)
+    assert (first.examples, first.steps) == (second.examples, second.steps)
+    assert first.coverage == second.coverage
+
+
+class _BrokenAfter(ReferenceAdapter):
+    """A reference whose check fails on its 40th operation of an example."""
+
+    def call(self, op: Op) -> dict[str, object]:
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls == 40:
+            raise InvariantViolation("paused-count", "planted by the test")
+        return super().call(op)
+
+
+def test_a_failing_step_is_the_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(campaign, "ReferenceAdapter", _BrokenAfter)
+    report = run_campaign(50, 50, seed_value=0)
+    assert report.failure is not None
+    assert report.failure.startswith("InvariantViolation at operation 40 of the failing example:")
+    assert "planted by the test" in report.failure
+
+
+def test_the_command_prints_json_and_exits_by_the_verdict(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert main(["campaign", "--examples", "3", "--steps", "10", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["failure"] is None and doc["steps_run"] > 0 and doc["steps_per_second"] > 0
+    monkeypatch.setattr(campaign, "ReferenceAdapter", _BrokenAfter)
+    assert main(["campaign", "--examples", "50", "--steps", "50", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED: InvariantViolation at operation 40 of the failing example" in out
+
+
+def test_the_lmdb_backend_runs() -> None:
+    report = run_campaign(3, 10, seed_value=0, backend="lmdb")
+    assert report.failure is None and report.steps > 0
