@@ -215,12 +215,13 @@ def run_verify(args: argparse.Namespace) -> int:
     if result.counterexample is not None:
         write_counterexample(result, Path("explore-counterexample.json"))
     campaign = run_campaign(args.examples, args.steps)
+    campaign_doc = campaign.to_json()
     steps, failure = campaign.steps, campaign.failure
     ok = result.counterexample is None and failure is None
     summary = {
         "ok": ok,
         "explore": doc,
-        "campaign": campaign.to_json(),
+        "campaign": campaign_doc,
         "seconds": round(time.perf_counter() - started, 1),
     }
     if args.json:
@@ -228,7 +229,7 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         lifecycle = doc["lifecycle_rows"]
         roles = doc["role_rows"]
-        campaign_rows = summary["campaign"]["lifecycle_rows"]
+        campaign_rows = campaign_doc["lifecycle_rows"]
         print(format_report(doc))
         print(
             f"\nverify: {doc['states']} states "
