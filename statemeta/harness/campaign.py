@@ -18,10 +18,10 @@ import time
 from typing import Any
 
 import attrs
-from hypothesis import HealthCheck, seed, settings
+from hypothesis import seed
 from hypothesis.stateful import get_state_machine_test
 
-from statemeta.harness.cli_check import Progress, positive_int
+from statemeta.harness.cli_check import Progress, check_settings, positive_int
 from statemeta.harness.machine import build_machine
 from statemeta.harness.minimize import without_shrinking
 from statemeta.harness.operations import Op
@@ -108,18 +108,8 @@ def run_campaign(
             return super().call(op)
 
     machine = build_machine(3, reference=CampaignReference, name="Campaign")
-    test = get_state_machine_test(
-        machine,
-        settings=without_shrinking(settings(
-            max_examples=examples,
-            stateful_step_count=steps,
-            deadline=None,
-            database=None,
-            derandomize=False,  # the seed decides, whatever the profile
-            report_multiple_bugs=False,
-            suppress_health_check=list(HealthCheck),
-        )),
-    )
+    search = without_shrinking(check_settings(examples, steps))  # seeded: no profile decides
+    test = get_state_machine_test(machine, settings=search)
     began = time.perf_counter()
     failure = None
     try:
