@@ -2,8 +2,8 @@
 
 Hypothesis shrinks the choices that drew a run: it deletes whole rule calls well but not the
 single operations inside a walk (statemeta.harness.generation), and each attempt replays a
-whole example. Measured on the 14 broken variants with walks: its shrink phase ran into its
-own 300 s cap on 6 of them and left counterexamples of up to 17 steps. The operations are
+whole example. Measured on the 14 broken variants with walks: its shrink phase took 150 to
+330 s on 7 of them (4 stopped by its own 300 s cap) and left up to 17 steps. The operations are
 first-class and replay deterministically, so the trace itself is minimized instead (under a
 second each, to at most 8 steps): Hypothesis searches with its shrink phase off
 (``without_shrinking``), then delta debugging (Zeller's ddmin, complements only) deletes
