@@ -120,6 +120,11 @@ class RoleRow:
     stop_heartbeat: bool = False
     send_before_close: bool = False
 
+    @property
+    def label(self) -> str:
+        """The row for people: ``FOLLOWER -BECOME_LEADER-> LEADER``."""
+        return f"{self.from_role.name} -{self.event.name}-> {self.to_role.name}"
+
 
 @attrs.frozen
 class LifecycleTable:

@@ -7,7 +7,6 @@ from typing import Any
 
 from statemeta import invariants
 from statemeta.explore.search import Exploration
-from statemeta.harness.reference import Coverage
 from statemeta.lifecycle import LIFECYCLE_ROWS
 from statemeta.roles import ROLE_ROWS
 from statemeta.tables import Role
@@ -52,7 +51,7 @@ def report(result: Exploration) -> dict[str, Any]:
     for r in ROLE_ROWS:
         key = (r.from_role, r.event, r.to_role)
         if role_taken[key]:
-            role_rows.append({"row": Coverage.role_label(key), "times": role_taken[key]})
+            role_rows.append({"row": r.label, "times": role_taken[key]})
         else:
             reason = (
                 f"{r.from_role.name} is never reached within the bounds"
@@ -60,7 +59,7 @@ def report(result: Exploration) -> dict[str, Any]:
                 else f"not taken within {bounds.max_depth} operations and "
                 f"{bounds.role_changes} role changes"
             )
-            role_missed.append({"row": Coverage.role_label(key), "reason": reason})
+            role_missed.append({"row": r.label, "reason": reason})
     stats = result.stats
     counterexample = result.counterexample
     return {

@@ -64,9 +64,7 @@ class CampaignReport:
             "role_rows": {
                 "total": len(ROLE_ROWS),
                 "not_reached": [
-                    Coverage.role_label(key)
-                    for key in ((r.from_role, r.event, r.to_role) for r in ROLE_ROWS)
-                    if not roles[key]
+                    r.label for r in ROLE_ROWS if not roles[r.from_role, r.event, r.to_role]
                 ],
             },
         }

@@ -78,11 +78,6 @@ def saved_record(record: StreamTask, status: TaskStatus, checkpointing_id: int) 
 class Coverage:
     """Lifecycle and role table rows reached (status changes, and attached rows queued)."""
 
-    @staticmethod
-    def role_label(row: tuple[Role, RoleEvent, Role]) -> str:
-        """A role row for people: ``FOLLOWER -BECOME_LEADER-> LEADER``."""
-        return f"{row[0].name} -{row[1].name}-> {row[2].name}"
-
     lifecycle_rows: Counter[TransitionRow] = attrs.field(factory=Counter)
     role_rows: Counter[tuple[Role, RoleEvent, Role]] = attrs.field(factory=Counter)
 
