@@ -82,8 +82,6 @@ def run_campaign(
     operation or a walk of several), from ``seed_value``; stops at the first failure."""
     counted = progress or Progress(None)
     coverage = Coverage()
-    last: list[CampaignReference] = []
-    """The example's reference, to say where a failure happened."""
 
     class CampaignReference(ReferenceAdapter):
         """The reference, adding to the campaign's coverage and progress."""
@@ -91,10 +89,6 @@ def run_campaign(
         def __init__(self) -> None:
             super().__init__(backend=backend)
             self.coverage = coverage
-            last[:] = [self]
-
-        calls = 0
-        """Operations of this example, the one running included."""
 
         def start(self, level: int) -> None:
             counted.example()
@@ -102,7 +96,6 @@ def run_campaign(
 
         def call(self, op: Op) -> dict[str, Any]:
             counted.step()
-            self.calls += 1
             return super().call(op)
 
     machine = build_machine(3, reference=CampaignReference, name="Campaign")
@@ -113,7 +106,7 @@ def run_campaign(
     try:
         seed(seed_value)(test)()
     except Exception as error:  # a failing example: the campaign's verdict, unshrunk
-        where = f"operation {last[0].calls} of the failing example" if last else "start"
+        where = f"operation {counted.example_steps} of the failing example"
         failure = f"{type(error).__name__} at {where}: {error}"
     return CampaignReport(
         counted.examples, counted.steps, time.perf_counter() - began, coverage, failure

@@ -83,15 +83,19 @@ class Progress:
         self.interval = interval
         self.examples = 0
         self.steps = 0
+        self.example_steps = 0
+        """Steps of the example running (the one running included)."""
         self.began = time.monotonic()
         self._next = self.began + interval
 
     def example(self) -> None:
         self.examples += 1
+        self.example_steps = 0
         self._tick()
 
     def step(self) -> None:
         self.steps += 1
+        self.example_steps += 1
         self._tick()
 
     @property
