@@ -9,6 +9,8 @@ The public API, by layer (imports only point down):
   ``StatusChange``; ``RoleMachine`` with ``Role`` and ``RoleEvent``; the predicates
   ``should_stop``, ``should_pause``, ``ready_to_run``;
 - the records: ``StreamTask`` and ``TaskId`` (their byte layouts are in ``statemeta.codec``);
+- the semantics: ``Semantics.INTENDED`` (the default) or ``Semantics.SEED`` (TDengine at the
+  seed commit, bug for bug), each difference a ``Switch`` of spec/divergences.toml;
 - the checks: ``check_invariants`` and ``InvariantViolation``;
 - every exception class is in ``statemeta.errors``; the stores are in ``statemeta.store``.
 """
@@ -38,6 +40,7 @@ from statemeta.meta import (
 )
 from statemeta.meta.facade import ThreadSafeStreamMeta
 from statemeta.roles import Role, RoleEvent, RoleMachine, RoleRow
+from statemeta.semantics import Semantics, Switch
 
 __version__ = "0.1.0"
 
@@ -52,10 +55,12 @@ __all__ = [
     "RoleEvent",
     "RoleMachine",
     "RoleRow",
+    "Semantics",
     "StatemetaError",
     "StatusChange",
     "StreamMeta",
     "StreamTask",
+    "Switch",
     "TaskEvent",
     "TaskHandle",
     "TaskId",

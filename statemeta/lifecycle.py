@@ -29,6 +29,13 @@ pops it, so READY -PAUSE-> PAUSE -HALT-> HALT resumes to PAUSE, then to READY. `
 ``set_ready`` are TDengine's direct setters: they bypass the table and clear ``active``, the
 queue and the stack. ``_apply`` and ``_record`` are the one place these special cases live; the
 listener hears every change, in order, so its owner can count entries into and exits from PAUSE.
+
+Semantics: the above is the intended machine. With ``semantics="seed"`` a lifecycle is TDengine's
+at the seed commit, bug for bug, one switch of spec/divergences.toml at a time (each asked in
+one place below): a repeated PAUSE / HALT overwrites what resume restores (L1); resume swaps
+with one saved status instead of popping a stack (L2); the queue's head fires but its last
+entry is removed (L3); STOP, DROPPING and UNINIT keep the queue (L4); reset keeps ``prev`` (L6);
+``prev`` starts as READY (L8).
 """
 
 from __future__ import annotations
@@ -40,7 +47,8 @@ from typing import Literal
 import attrs
 from transitions import Event, EventData, Machine, State, Transition
 
-from statemeta.tables import LIFECYCLE, TaskEvent, TaskStatus, TransitionRow
+from statemeta.semantics import Profile, Semantics, as_profile
+from statemeta.tables import LIFECYCLE, Switch, TaskEvent, TaskStatus, TransitionRow
 
 __all__ = [
     "LIFECYCLE_ROWS",
@@ -168,12 +176,19 @@ LIFECYCLE_MACHINE, _STEPS = _build_machine()
 
 @attrs.define(eq=False)
 class TaskLifecycle:
-    """One task's lifecycle (TDengine's SStreamTaskSM); new ones start in UNINIT."""
+    """One task's lifecycle (TDengine's SStreamTaskSM); new ones start in UNINIT.
+
+    ``semantics``: ``"intended"`` (the default), ``"seed"``, or a ``Profile`` of switches.
+    """
 
     listener: Listener | None = None
+    profile: Profile = attrs.field(
+        default=Semantics.INTENDED.profile, converter=as_profile, kw_only=True, alias="semantics"
+    )
     status: TaskStatus = attrs.field(init=False, default=LIFECYCLE.initial)
-    prev_status: TaskStatus | None = attrs.field(init=False, default=None)
-    """The status before the last change (TDengine's prev.state)."""
+    prev_status: TaskStatus | None = attrs.field(init=False)
+    """The status before the last change (TDengine's prev.state); None before any change, or
+    READY in the seed (L8)."""
     prev_event: TaskEvent | None = attrs.field(init=False, default=None)
     """The event of the last change; None after resume, reset or set_ready (prev.evt = 0)."""
     active: TaskEvent | None = attrs.field(init=False, default=None)
@@ -181,7 +196,12 @@ class TaskLifecycle:
     waiting: tuple[tuple[TaskStatus, TaskEvent], ...] = attrs.field(init=False, default=())
     """Attached events, FIFO: (required status, event)."""
     saved: tuple[TaskStatus, ...] = attrs.field(init=False, default=())
-    """Statuses resume() restores, innermost last (non-empty exactly in PAUSE or HALT)."""
+    """Statuses resume() restores, innermost last (non-empty exactly in PAUSE or HALT); in the
+    seed one status at most, the one a swap would restore (L2)."""
+
+    @prev_status.default
+    def _initial_prev(self) -> TaskStatus | None:
+        return TaskStatus.READY if self.profile.seed(Switch.PREV_STARTS_READY) else None
 
     def handle(self, event: TaskEvent) -> Outcome:
         """streamTaskHandleEvent: apply, start, queue or reject ``event``."""
@@ -214,7 +234,10 @@ class TaskLifecycle:
         if old not in _RESUMABLE:
             return Outcome.REJECTED
         *outer, self.status = self.saved
-        self.saved = tuple(outer)
+        if self.profile.seed(Switch.RESUME_SWAPS_PREV):  # L2: the old status is the one saved
+            self.saved = (old,) if self.status in _RESUMABLE else ()
+        else:
+            self.saved = tuple(outer)
         self._record(old, None, None, "resume")
         self._fire_waiting()
         return Outcome.APPLIED
@@ -233,11 +256,14 @@ class TaskLifecycle:
     def _force(self, new: TaskStatus, cause: Cause) -> None:
         """A direct setter: bypasses the table and forgets every transition in progress."""
         old = self.status
+        kept = (self.prev_status, self.prev_event)
         self.status = new
         self.active = None
         self.waiting = ()
         self.saved = ()
         self._record(old, None, None, cause)
+        if cause == "reset" and self.profile.seed(Switch.RESET_KEEPS_PREV):  # L6
+            self.prev_status, self.prev_event = kept
 
     def _apply(self, step: _Step, cause: Cause) -> None:
         """Executes one row on the shared machine (which sets ``status``), then records it."""
@@ -247,8 +273,11 @@ class TaskLifecycle:
         new = self.status
         if new not in _RESUMABLE:
             self.saved = ()
-        elif new != old:
-            self.saved = (*self.saved, old)
+        elif new != old or self.profile.seed(Switch.REPEAT_OVERWRITES_SAVED):  # L1
+            if self.profile.seed(Switch.RESUME_SWAPS_PREV):  # L2: one slot
+                self.saved = (old,)
+            else:
+                self.saved = (*self.saved, old)
         self._record(old, step.row.event, step.row, cause)
 
     def _record(
@@ -257,8 +286,8 @@ class TaskLifecycle:
         """Every change ends here: prev, the dropped waiting events, the listener."""
         self.prev_status = old
         self.prev_event = event
-        if self.status in _DROPS_WAITING:
-            self.waiting = ()
+        if self.status in _DROPS_WAITING and not self.profile.seed(Switch.WAITING_KEPT_ON_STOP):
+            self.waiting = ()  # L4
         if self.listener is not None:
             self.listener(self, StatusChange(old, self.status, event, row, cause))
 
@@ -266,6 +295,8 @@ class TaskLifecycle:
         """Fires queued events while ``_next_waiting`` names one."""
         while (index := self._next_waiting()) is not None:
             status, event = self.waiting[index]
+            if self.profile.seed(Switch.WAITING_POPS_LAST):  # L3: taosArrayPop removes the last
+                index = len(self.waiting) - 1
             self.waiting = self.waiting[:index] + self.waiting[index + 1 :]
             self._apply(_STEPS[status, event], "waiting")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from enum import IntEnum
+from enum import Enum, IntEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,16 +18,21 @@ import attrs
 from statemeta.errors import SpecError
 
 __all__ = [
+    "DIVERGENCES",
     "LIFECYCLE",
     "ROLES",
+    "Divergence",
+    "DivergenceTable",
     "LifecycleTable",
     "Role",
     "RoleEvent",
     "RoleRow",
     "RoleTable",
+    "Switch",
     "TaskEvent",
     "TaskStatus",
     "TransitionRow",
+    "load_divergences",
     "load_lifecycle",
     "load_roles",
     "read_spec",
@@ -87,6 +92,24 @@ class RoleEvent(IntEnum):
     BECOME_LEADER = 1
     BECOME_FOLLOWER = 2
     CLOSE = 3
+
+
+class Switch(Enum):
+    """A divergence of the intended semantics from the seed that the reference implements both
+    ways (spec/divergences.toml names each; ``statemeta.semantics`` says which way a run goes)."""
+
+    REPEAT_OVERWRITES_SAVED = "repeat_overwrites_saved"
+    """L1. Seed: a repeated PAUSE / HALT overwrites the status resume restores."""
+    RESUME_SWAPS_PREV = "resume_swaps_prev"
+    """L2. Seed: resume swaps the status with the one saved (one slot, not a stack)."""
+    WAITING_POPS_LAST = "waiting_pops_last"
+    """L3. Seed: the head of the waiting queue fires, but the queue's last entry is removed."""
+    WAITING_KEPT_ON_STOP = "waiting_kept_on_stop"
+    """L4. Seed: entering STOP, DROPPING or UNINIT by a row or a resume keeps the queue."""
+    RESET_KEEPS_PREV = "reset_keeps_prev"
+    """L6. Seed: reset leaves ``prev`` as it was."""
+    PREV_STARTS_READY = "prev_starts_ready"
+    """L8. Seed: before any change ``prev`` is READY with no event (a zeroed struct)."""
 
 
 @attrs.frozen
@@ -151,6 +174,28 @@ class RoleTable:
 
     initial: Role
     rows: tuple[RoleRow, ...]
+
+
+@attrs.frozen
+class Divergence:
+    """One row of spec/divergences.toml: a switch, or a divergence outside the model."""
+
+    id: str
+    title: str
+    scope: str
+    switch: Switch | None
+    """None: not modelled (``why`` says why)."""
+    why: str = ""
+
+
+@attrs.frozen
+class DivergenceTable:
+    """spec/divergences.toml, checked: every ``Switch`` has exactly one row."""
+
+    rows: tuple[Divergence, ...]
+
+    def row(self, switch: Switch) -> Divergence:
+        return next(r for r in self.rows if r.switch is switch)
 
 
 _E = TypeVar("_E", bound=IntEnum)
@@ -378,6 +423,51 @@ def load_roles(doc: Mapping[str, Any], source: str = "roles.toml") -> RoleTable:
     return RoleTable(initial=initial, rows=tuple(rows))
 
 
+_DIVERGENCE_KEYS = frozenset({"id", "title", "scope", "switch", "modelled", "why"})
+_SCOPES = frozenset({"lifecycle", "roles", "meta"})
+
+
+def load_divergences(doc: Mapping[str, Any], source: str = "divergences.toml") -> DivergenceTable:
+    """Builds the switch table from a parsed divergences.toml; raises SpecError on any fault."""
+    check = _Checker(doc, source)
+    rows: list[Divergence] = []
+    seen: dict[str, str] = {}
+    for number, raw in enumerate(check.rows("divergence"), 1):
+        where = f"[[divergence]] #{number} ({raw.get('id')!r})"
+        unknown = sorted(set(raw) - _DIVERGENCE_KEYS)
+        if unknown:
+            raise check.fail(where, f"unknown key(s) {', '.join(unknown)}")
+        ident = check.field(raw, "id", str, where)
+        if ident in seen:
+            raise check.fail(where, f"duplicate id {ident!r}")
+        scope = check.field(raw, "scope", str, where)
+        if scope not in _SCOPES:
+            raise check.fail(where, f"scope {scope!r} is not one of {sorted(_SCOPES)}")
+        modelled = raw.get("modelled", True)
+        if not isinstance(modelled, bool):
+            raise check.fail(where, f"'modelled' must be true or false, got {modelled!r}")
+        switch: Switch | None = None
+        why = ""
+        if modelled:
+            name = check.field(raw, "switch", str, where)
+            if name not in {s.value for s in Switch}:
+                known = ", ".join(s.value for s in Switch)
+                raise check.fail(where, f"unknown switch {name!r} (known: {known})")
+            switch = Switch(name)
+            if switch.value in seen.values():
+                raise check.fail(where, f"switch {name!r} already has a row")
+        else:
+            if "switch" in raw:
+                raise check.fail(where, "a row that is not modelled names no switch")
+            why = check.field(raw, "why", str, where)
+        seen[ident] = "" if switch is None else switch.value
+        rows.append(Divergence(ident, check.field(raw, "title", str, where), scope, switch, why))
+    missing = [s.value for s in Switch if s.value not in seen.values()]
+    if missing:
+        raise check.fail("[[divergence]]", f"no row for switch(es) {', '.join(missing)}")
+    return DivergenceTable(tuple(rows))
+
+
 def spec_dir() -> Path:
     """The spec/ files: packaged in a wheel as statemeta/_spec, else <repo>/spec."""
     here = Path(__file__).resolve().parent
@@ -402,3 +492,6 @@ LIFECYCLE: LifecycleTable = load_lifecycle(
     read_spec(_SPEC / "lifecycle.toml"), str(_SPEC / "lifecycle.toml")
 )
 ROLES: RoleTable = load_roles(read_spec(_SPEC / "roles.toml"), str(_SPEC / "roles.toml"))
+DIVERGENCES: DivergenceTable = load_divergences(
+    read_spec(_SPEC / "divergences.toml"), str(_SPEC / "divergences.toml")
+)

@@ -1,11 +1,16 @@
-"""Random event sequences on a few lifecycles, against an oracle that does not read the TOML.
+"""Random event sequences on a few lifecycles, against oracles that do not read the TOML.
 
-The oracle's tables are transcribed by hand from tdengine-stream-meta.md §1.4-§1.5; its rules
-are DESIGN.md §4 points 2-3 written out plainly. One listener shared by every lifecycle keeps
-a paused count per lifecycle from the entries into and exits from PAUSE.
+The oracles' tables are transcribed by hand from tdengine-stream-meta.md §1.4-§1.5. ``Oracle``'s
+rules are DESIGN.md §4 points 2-3 written out plainly (the intended semantics); ``SeedOracle``'s
+are streamTaskSm.c at the seed commit as the C code reads (§1.6-§1.8: a ``prev`` struct that
+resume swaps with, a waiting array whose element 0 fires while ``taosArrayPop`` removes the
+last). One listener shared by every lifecycle keeps a paused count per lifecycle from the
+entries into and exits from PAUSE.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -107,6 +112,11 @@ class Oracle:
         self.waiting = []
         self.saved = []
 
+    @property
+    def restores(self) -> list[TaskStatus]:
+        """What resume restores, innermost last."""
+        return self.saved
+
     def reset(self) -> None:
         self._force(S.UNINIT)
 
@@ -117,17 +127,61 @@ class Oracle:
         return Outcome.APPLIED
 
 
+class SeedOracle(Oracle):
+    """streamTaskSm.c at the seed, as its C code reads: ``prev`` is a struct that every change
+    overwrites (reset excepted) and resume swaps with; nothing else is saved."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prev = (S.READY, None)  # calloc: prev.state = 0 (READY), prev.evt = 0
+
+    @property
+    def restores(self) -> list[TaskStatus]:
+        """What a resume would restore: prev.state, in PAUSE or HALT."""
+        return [self.prev[0]] if self.status in RESUMABLE and self.prev[0] is not None else []
+
+    def _move(self, new: TaskStatus, event: TaskEvent | None) -> None:  # keepPrevInfo
+        self.prev = (self.status, event)
+        self.status = new
+
+    def _drain(self) -> None:  # doHandleWaitingEvent, re-entered by each success
+        while self.waiting and self.waiting[0][0] == self.status:
+            _, event = self.waiting[0]
+            self.waiting.pop()  # taosArrayPop: the LAST element
+            self._move(APPLIED_CELLS[self.status][event], event)
+
+    def resume(self) -> Outcome:  # streamTaskRestoreStatus: a swap
+        if self.status not in RESUMABLE:
+            return Outcome.REJECTED
+        old = self.status
+        assert self.prev[0] is not None
+        self.status = self.prev[0]
+        self.prev = (old, None)
+        self._drain()
+        return Outcome.APPLIED
+
+    def reset(self) -> None:  # streamTaskResetStatus: prev untouched
+        self.status = S.UNINIT
+        self.active = None
+        self.waiting = []
+
+
 TASKS = 2
 task_indices = st.integers(min_value=0, max_value=TASKS - 1)
 events = st.sampled_from(TaskEvent)
 
 
 class LifecycleAgainstOracle(RuleBasedStateMachine):
+    semantics: ClassVar[str] = "intended"
+    oracle: ClassVar[type[Oracle]] = Oracle
+
     def __init__(self) -> None:
         super().__init__()
         self.paused: dict[int, int] = {}
-        self.tasks = [TaskLifecycle(self.count_pause) for _ in range(TASKS)]
-        self.oracles = [Oracle() for _ in range(TASKS)]
+        self.tasks = [
+            TaskLifecycle(self.count_pause, semantics=self.semantics) for _ in range(TASKS)
+        ]
+        self.oracles = [self.oracle() for _ in range(TASKS)]
 
     def count_pause(self, task: TaskLifecycle, change: StatusChange) -> None:
         entered = change.old is not S.PAUSE and change.new is S.PAUSE
@@ -155,6 +209,22 @@ class LifecycleAgainstOracle(RuleBasedStateMachine):
             assert self.tasks[i].complete(oracle.active) is oracle.complete(oracle.active)
         else:
             assert self.tasks[i].resume() is oracle.resume()
+
+    @rule(i=task_indices)
+    def to_checkpoint(self, i: int) -> None:
+        """INIT, its completion and GEN_CHECKPOINT from UNINIT: queues need CK, six steps in."""
+        if self.oracles[i].status is S.UNINIT:
+            for step in (E.INIT, None, E.GEN_CHECKPOINT):
+                if step is None:
+                    assert self.tasks[i].complete(E.INIT) is self.oracles[i].complete(E.INIT)
+                else:
+                    assert self.tasks[i].handle(step) is self.oracles[i].handle(step)
+
+    @rule(i=task_indices, queued=st.lists(st.sampled_from([E.HALT, E.PAUSE]), max_size=3))
+    def queue(self, i: int, queued: list[TaskEvent]) -> None:
+        """Several attached events at once (in CK or HALT), so that queues hold more than one."""
+        for event in queued:
+            assert self.tasks[i].handle(event) is self.oracles[i].handle(event)
 
     @rule(i=task_indices, event=st.sampled_from([E.STOP, E.DROPPING]))
     def stop_or_drop(self, i: int, event: TaskEvent) -> None:
@@ -185,7 +255,7 @@ class LifecycleAgainstOracle(RuleBasedStateMachine):
             assert (task.prev_status, task.prev_event) == oracle.prev
             assert task.active == oracle.active
             assert list(task.waiting) == oracle.waiting
-            assert list(task.saved) == oracle.saved
+            assert list(task.saved) == oracle.restores
 
     @invariant()
     def paused_count(self) -> None:
@@ -193,9 +263,14 @@ class LifecycleAgainstOracle(RuleBasedStateMachine):
             assert self.paused.get(id(task), 0) == (1 if task.status is S.PAUSE else 0)
 
 
+class SeedLifecycleAgainstOracle(LifecycleAgainstOracle):
+    semantics = "seed"
+    oracle = SeedOracle
+
+
 # Deep states (two events queued in CK, then CHECKPOINT_DONE) need more than 100 runs to be
 # reached reliably; a deeper profile keeps its own larger budget.
-LifecycleAgainstOracle.TestCase.settings = settings(
-    max_examples=max(200, settings.default.max_examples)
-)
+for _machine in (LifecycleAgainstOracle, SeedLifecycleAgainstOracle):
+    _machine.TestCase.settings = settings(max_examples=max(200, settings.default.max_examples))
 TestLifecycleAgainstOracle = LifecycleAgainstOracle.TestCase
+TestSeedLifecycleAgainstOracle = SeedLifecycleAgainstOracle.TestCase
