@@ -30,6 +30,7 @@ from statemeta.harness.operations import DOMAINS, LEVELS, OP_SPECS, TASK_POOL, O
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.subprocess_adapter import pool_json
 from statemeta.harness.variants import VARIANTS
+from statemeta.semantics import Semantics
 
 __all__ = ["ERROR_CODES", "PROTOCOL_DOC", "ProtocolError", "Server", "main", "refresh_protocol_doc"]
 
@@ -244,6 +245,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--variant", choices=sorted(VARIANTS), help="serve this broken variant")
     parser.add_argument(
+        "--semantics",
+        choices=[s.value for s in Semantics],
+        default=Semantics.INTENDED.value,
+        help="the semantics served (spec/divergences.md; default: %(default)s)",
+    )
+    parser.add_argument(
         "--write-doc", action="store_true", help="refresh the tables in docs/harness-protocol.md"
     )
     args = parser.parse_args(argv)
@@ -251,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         stale = refresh_protocol_doc(write=True)
         print(f"{'rewrote' if stale else 'up to date'}: {PROTOCOL_DOC}")
         return 0
-    Server(ReferenceAdapter(args.variant, check_invariants=False)).serve(sys.stdin, sys.stdout)
+    adapter = ReferenceAdapter(args.variant, check_invariants=False, semantics=args.semantics)
+    Server(adapter).serve(sys.stdin, sys.stdout)
     return 0
 
 

@@ -15,10 +15,12 @@ invariant violation or a broken implementation (trace written, path printed), 2 
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -44,6 +46,7 @@ from statemeta.harness.trace import (
     sut_error_trace,
     write_trace,
 )
+from statemeta.semantics import Semantics
 
 __all__ = [
     "COMMANDS",
@@ -138,13 +141,15 @@ def run_check(
     sut_label: str,
     seed_value: int | None = None,
     progress: Progress | None = None,
+    semantics: Semantics | str = Semantics.INTENDED,
 ) -> CheckReport:
-    """Runs the differential machine at ``level`` against ``sut`` (started, not closed here)."""
+    """Runs the differential machine at ``level`` against ``sut`` (started, not closed here),
+    with the reference in ``semantics``."""
     progress = progress or Progress(None)
     counting = _CountingAdapter(sut, progress)
-    machine = build_machine(
-        level, sut=counting, reference=_unchecked_reference, name=f"Conformance{level}"
-    )
+    semantics = Semantics.of(semantics)
+    reference = unchecked_reference(semantics)
+    machine = build_machine(level, sut=counting, reference=reference, name=f"Conformance{level}")
     test = get_state_machine_test(machine, settings=without_shrinking(hypothesis_settings))
     if seed_value is not None:
         test = seed(seed_value)(test)
@@ -157,7 +162,13 @@ def run_check(
     except SutAborted as aborted:
         done = machine.last_steps  # type: ignore[attr-defined]
         trace = sut_error_trace(
-            aborted.error, done, counting.ops, level=level, sut=sut_label, seed=seed_value
+            aborted.error,
+            done,
+            counting.ops,
+            level=level,
+            sut=sut_label,
+            seed=seed_value,
+            semantics=semantics,
         )
         return report(trace)
     except Divergence as divergence:
@@ -168,14 +179,16 @@ def run_check(
             raise
     else:
         return report(None)
-    trace = divergence_trace(found[0], level=level, sut=sut_label, seed=seed_value)
-    return report(minimize(trace, sut=sut, reference=_unchecked_reference))
+    trace = divergence_trace(
+        found[0], level=level, sut=sut_label, seed=seed_value, semantics=semantics
+    )
+    return report(minimize(trace, sut=sut, reference=reference))
 
 
-def _unchecked_reference() -> ReferenceAdapter:
-    """The reference without its own check mode: the property suite vouches for it, and the
-    machine checks the invariants on the implementation's view (3x faster at levels 2-3)."""
-    return ReferenceAdapter(check_invariants=False)
+def unchecked_reference(semantics: Semantics) -> Callable[[], ReferenceAdapter]:
+    """Makes the reference without its own check mode: the property suite vouches for it, and
+    the machine checks the invariants on the implementation's view (3x faster at levels 2-3)."""
+    return functools.partial(ReferenceAdapter, check_invariants=False, semantics=semantics)
 
 
 def check_settings(examples: int, steps: int) -> settings:
@@ -220,8 +233,19 @@ def _add_sut(parser: argparse.ArgumentParser, *, required: bool) -> None:
     )
 
 
+def _add_semantics(parser: argparse.ArgumentParser, *, default: str | None) -> None:
+    parser.add_argument(
+        "--semantics",
+        choices=[s.value for s in Semantics],
+        default=default,
+        help="the reference's semantics (spec/divergences.md; default: "
+        + ("%(default)s)" if default else "the trace's)"),
+    )
+
+
 def configure_check(parser: argparse.ArgumentParser) -> None:
     _add_sut(parser, required=True)
+    _add_semantics(parser, default=Semantics.INTENDED.value)
     parser.add_argument("--level", type=int, choices=LEVELS, default=2, help="default: 2")
     parser.add_argument("--examples", type=positive_int, default=100, help="default: 100")
     parser.add_argument("--steps", type=positive_int, default=50, help="steps per example (50)")
@@ -238,6 +262,7 @@ def configure_check(parser: argparse.ArgumentParser) -> None:
 def configure_replay(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", type=Path, metavar="TRACE", help="a trace written by check")
     _add_sut(parser, required=False)
+    _add_semantics(parser, default=None)
 
 
 def _handshake(sut: SubprocessAdapter, level: int) -> str | None:
@@ -259,9 +284,11 @@ def run_check_command(args: argparse.Namespace) -> int:
         if problem:
             print(problem, file=sys.stderr)
             return EXIT_COULD_NOT_RUN
-        name = sut.hello()["name"]
+        hello = sut.hello()
+        declared = hello.get("semantics", Semantics.INTENDED.value)
         print(
-            f"checking {name} ({args.sut}) at level {args.level}: {args.examples} examples of "
+            f"checking {hello['name']} ({args.sut}, declares {declared} semantics) at level "
+            f"{args.level} against the {args.semantics} semantics: {args.examples} examples of "
             f"up to {args.steps} steps, seed {seed_value}",
             flush=True,
         )
@@ -272,6 +299,7 @@ def run_check_command(args: argparse.Namespace) -> int:
             sut_label=args.sut,
             seed_value=seed_value,
             progress=Progress(sys.stdout),
+            semantics=args.semantics,
         )
     rate = report.steps / max(report.seconds, 1e-9)
     summary = f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
@@ -282,7 +310,8 @@ def run_check_command(args: argparse.Namespace) -> int:
     write_trace(report.trace, args.trace_out)
     print(format_trace(report.trace))
     print(f"\nNOT conformant ({summary}); trace written to {args.trace_out}")
-    print(f"replay it: statemeta replay {args.trace_out} --sut {shlex.quote(args.sut)}")
+    print(f"replay it: statemeta replay {args.trace_out} --sut {shlex.quote(args.sut)}"
+          f" --semantics {args.semantics}")
     return EXIT_FAILED
 
 
@@ -299,9 +328,16 @@ def run_replay_command(args: argparse.Namespace) -> int:
         if problem:
             print(problem, file=sys.stderr)
             return EXIT_COULD_NOT_RUN
-        trace = replay(recorded.ops, level=recorded.level, sut=sut, sut_command=command)
+        semantics = Semantics.of(args.semantics or recorded.semantics)
+        reference = functools.partial(ReferenceAdapter, semantics=semantics)
+        trace = replay(
+            recorded.ops, level=recorded.level, sut=sut, sut_command=command, reference=reference
+        )
     if trace is None:
-        print(f"passes: all {len(recorded.steps)} steps of {args.trace} agree ({command})")
+        print(
+            f"passes: all {len(recorded.steps)} steps of {args.trace} agree ({command}, "
+            f"{semantics.value} semantics)"
+        )
         return EXIT_CONFORMANT
     print(format_trace(trace))
     print(f"\nstill fails: {args.trace} ({command})")

@@ -21,6 +21,7 @@ from statemeta.harness.cli_check import CheckReport, run_check
 from statemeta.harness.operations import LEVELS
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
 from statemeta.harness.trace import format_trace, write_trace
+from statemeta.semantics import Semantics
 
 __all__ = [
     "ConformanceItem",
@@ -34,6 +35,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("statemeta", "conformance of an implementation to statemeta")
     group.addoption("--statemeta-sut", metavar="CMD", help="check this implementation's command")
     group.addoption("--statemeta-level", type=int, default=2, choices=LEVELS, help="default: 2")
+    group.addoption(
+        "--statemeta-semantics",
+        default=Semantics.INTENDED.value,
+        choices=[s.value for s in Semantics],
+        help="the reference's semantics (default: %(default)s)",
+    )
     group.addoption("--statemeta-timeout", type=float, default=5.0, help="seconds per response")
     group.addoption("--statemeta-examples", type=int, help="default: the profile's max_examples")
     group.addoption("--statemeta-steps", type=int, help="default: the profile's step count")
@@ -92,6 +99,7 @@ class ConformanceItem(pytest.Item):
                 level=self.level,
                 hypothesis_settings=_settings(option.statemeta_examples, option.statemeta_steps),
                 sut_label=self.command,
+                semantics=option.statemeta_semantics,
             )
         _fail(report, option.statemeta_trace_out)
 
@@ -118,16 +126,20 @@ def conformance_test(
     level: int = 2,
     examples: int | None = None,
     steps: int | None = None,
+    semantics: Semantics | str = Semantics.INTENDED,
 ) -> Callable[[], None]:
-    """A test function that checks the adapter ``factory`` makes against the reference, sized
-    by the Hypothesis profile in use (or ``examples`` / ``steps``); a failure shows the shrunk
-    trace."""
+    """A test function that checks the adapter ``factory`` makes against the reference (in
+    ``semantics``), sized by the Hypothesis profile in use (or ``examples`` / ``steps``); a
+    failure shows the shrunk trace."""
 
     def test() -> None:
         sut = factory()
         name = str(sut.hello().get("name", type(sut).__name__))
         sized = _settings(examples, steps)
-        _fail(run_check(sut, level=level, hypothesis_settings=sized, sut_label=name), None)
+        report = run_check(
+            sut, level=level, hypothesis_settings=sized, sut_label=name, semantics=semantics
+        )
+        _fail(report, None)
 
     test.__doc__ = f"conformance of {getattr(factory, '__name__', factory)!r} at level {level}"
     return test

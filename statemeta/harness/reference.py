@@ -43,6 +43,7 @@ from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus, t
 from statemeta.meta import CheckTrace, StreamMeta, TaskHandle, VirtualClock
 from statemeta.meta.core import TASK_TABLE
 from statemeta.roles import RoleEvent
+from statemeta.semantics import Semantics
 from statemeta.store import (
     FAULT_OPS,
     FaultOp,
@@ -113,10 +114,12 @@ class ReferenceAdapter:
         *,
         backend: Backend = "memory",
         check_invariants: bool = True,
+        semantics: Semantics | str = Semantics.INTENDED,
     ) -> None:
         if variant is not None and variant not in VARIANTS:
             raise MisuseError(f"no variant {variant!r}; variants are {sorted(VARIANTS)}")
         self.variant = variant
+        self.semantics = Semantics.of(semantics)
         self.backend = backend
         self.check_invariants = check_invariants
         self.coverage = Coverage()
@@ -138,7 +141,12 @@ class ReferenceAdapter:
 
     def hello(self) -> dict[str, Json]:
         name = "statemeta-reference" + ("" if self.variant is None else f"[{self.variant}]")
-        return {"protocol": PROTOCOL_VERSION, "name": name, "levels": list(LEVELS)}
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "name": name,
+            "levels": list(LEVELS),
+            "semantics": self.semantics.value,
+        }
 
     def start(self, level: int) -> None:
         accepted = frozenset(s.name for s in ops_at(level))
@@ -146,7 +154,9 @@ class ReferenceAdapter:
         self.level = level
         self._accepted = accepted
         if level == 1:
-            self._lifecycles = {s.name: TaskLifecycle() for s in TASK_POOL}
+            self._lifecycles = {
+                s.name: TaskLifecycle(semantics=self.semantics) for s in TASK_POOL
+            }
             return
         if self.backend == "lmdb":
             self._path = tempfile.mkdtemp(prefix="statemeta-ref-")
@@ -252,6 +262,7 @@ class ReferenceAdapter:
             clock=self._clock,
             transport=self._transport,
             check_invariants=self.check_invariants,
+            semantics=self.semantics,
         )
         if isinstance(meta, ObservedStreamMeta):
             meta.coverage = self.coverage

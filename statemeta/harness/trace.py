@@ -27,6 +27,7 @@ from statemeta.harness.adapter import Adapter
 from statemeta.harness.machine import Divergence, Step, build_machine
 from statemeta.harness.operations import LEVELS, Op
 from statemeta.harness.reference import ReferenceAdapter
+from statemeta.semantics import Semantics
 
 __all__ = [
     "FAILURE_KINDS",
@@ -89,6 +90,8 @@ class Trace:
     steps: tuple[TraceStep, ...]
     failure: Failure
     seed: int | None = None
+    semantics: Semantics = Semantics.INTENDED
+    """The semantics of the reference the run compared against."""
 
     @property
     def ops(self) -> tuple[Op, ...]:
@@ -100,6 +103,7 @@ class Trace:
             "level": self.level,
             "sut": self.sut,
             "seed": self.seed,
+            "semantics": self.semantics.value,
             "steps": [
                 {**step.op.to_json(), "reference": step.reference, "sut": step.sut}
                 for step in self.steps
@@ -122,7 +126,8 @@ class Trace:
                 for step in obj["steps"]
             )
             failure = Failure(**obj["failure"])
-            return cls(obj["level"], obj["sut"], steps, failure, obj.get("seed"))
+            semantics = Semantics.of(obj.get("semantics", Semantics.INTENDED.value))
+            return cls(obj["level"], obj["sut"], steps, failure, obj.get("seed"), semantics)
         except (KeyError, TypeError, ValueError, MisuseError) as error:
             raise MisuseError(f"{where}: malformed trace: {error}") from error
 
@@ -177,13 +182,20 @@ class RecordingAdapter:
             raise SutAborted(error) from error
 
 
-def divergence_trace(divergence: Divergence, *, level: int, sut: str, seed: int | None) -> Trace:
+def divergence_trace(
+    divergence: Divergence,
+    *,
+    level: int,
+    sut: str,
+    seed: int | None,
+    semantics: Semantics = Semantics.INTENDED,
+) -> Trace:
     """The trace of a divergence the differential machine raised (its steps, both views)."""
     steps = tuple(TraceStep(op, ref, out) for op, ref, out in divergence.steps)
     failure = Failure(
         divergence.kind, divergence.detail, divergence.reference_view, divergence.sut_view
     )
-    return Trace(level, sut, steps, failure, seed)
+    return Trace(level, sut, steps, failure, seed, semantics)
 
 
 def sut_error_trace(
@@ -194,13 +206,14 @@ def sut_error_trace(
     level: int,
     sut: str,
     seed: int | None,
+    semantics: Semantics = Semantics.INTENDED,
 ) -> Trace:
     """The trace of an implementation that broke the protocol: the steps ``done`` in the
     example, and the operation it failed on when it failed on one (``sent`` has one more)."""
     steps = [TraceStep(op, ref, out) for op, ref, out in done]
     if len(sent) > len(done):
         steps.append(TraceStep(sent[len(done)], None, None))
-    return Trace(level, sut, tuple(steps), Failure("sut", str(error)), seed)
+    return Trace(level, sut, tuple(steps), Failure("sut", str(error)), seed, semantics)
 
 
 def replay(
@@ -212,9 +225,11 @@ def replay(
     reference: Callable[[], ReferenceAdapter] = ReferenceAdapter,
 ) -> Trace | None:
     """Runs ``ops`` through the differential machine, outside Hypothesis (the same checks
-    after every step); the trace of the failure, or None if every step passed."""
+    after every step); the trace of the failure (in the semantics of the reference that
+    ``reference`` makes), or None if every step passed."""
     recording = RecordingAdapter(sut)
     machine_class = build_machine(level, reference=reference, sut=recording, name="Replay")
+    semantics = reference().semantics  # not started: only asked what it compares against
     machine: Any = None
     try:
         machine = machine_class()
@@ -222,11 +237,23 @@ def replay(
             machine.step(op)
         return None
     except Divergence as divergence:
-        return divergence_trace(divergence, level=level, sut=sut_command, seed=None)
+        return divergence_trace(
+            divergence,
+            level=level,
+            sut=sut_command,
+            seed=None,
+            semantics=semantics,
+        )
     except SutAborted as aborted:
         done = machine.steps if machine is not None else []
         return sut_error_trace(
-            aborted.error, done, recording.ops, level=level, sut=sut_command, seed=None
+            aborted.error,
+            done,
+            recording.ops,
+            level=level,
+            sut=sut_command,
+            seed=None,
+            semantics=semantics,
         )
     finally:
         if machine is not None:
@@ -272,8 +299,8 @@ def format_trace(trace: Trace) -> str:
     where = f"step {len(trace.steps)}" if trace.steps else "start"
     lines.append("")
     lines.append(
-        f"level {trace.level}, {trace.sut!r}: failed at {where} ({failure.kind}: "
-        f"{FAILURE_KINDS[failure.kind]})"
+        f"level {trace.level}, {trace.semantics.value} semantics, {trace.sut!r}: failed at "
+        f"{where} ({failure.kind}: {FAILURE_KINDS[failure.kind]})"
     )
     lines.append(failure.detail)
     if failure.reference_view is not None and failure.sut_view is not None:

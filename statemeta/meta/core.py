@@ -93,6 +93,7 @@ from statemeta.meta.start_round import (
 )
 from statemeta.meta.view import DetachedView, HeartbeatView, MetaView, TaskView
 from statemeta.roles import Role, RoleEvent, RoleMachine
+from statemeta.semantics import Profile, Semantics, as_profile
 from statemeta.store import LmdbStore, Store, Table
 
 if TYPE_CHECKING:
@@ -227,8 +228,12 @@ class StreamMeta:
         expand: ExpandHook = expand_task,
         on_start_complete: StartCompleteCallback | None = None,
         check_invariants: bool = False,
+        semantics: Semantics | str | Profile = Semantics.INTENDED,
     ) -> StreamMeta:
         """streamMetaOpen: open or create the store under ``path`` and check its records.
+
+        ``semantics``: ``"intended"`` (the default) or ``"seed"`` (statemeta.semantics): each
+        task's lifecycle follows it (the meta's own switches are spec/divergences.md's).
 
         The store comes from ``store_factory(path)`` (default: ``LmdbStore.open`` with
         ``durable``; wrap it in a FaultyStore to inject faults). A record of version <= 1 makes
@@ -254,6 +259,7 @@ class StreamMeta:
             expand=expand,
             on_start_complete=on_start_complete,
             check_invariants=check_invariants,
+            semantics=semantics,
         )
 
     def __init__(
@@ -268,8 +274,10 @@ class StreamMeta:
         expand: ExpandHook,
         on_start_complete: StartCompleteCallback | None,
         check_invariants: bool,
+        semantics: Semantics | str | Profile = Semantics.INTENDED,
     ) -> None:
         """Use ``StreamMeta.open``."""
+        self._profile = as_profile(semantics)
         self._store = store
         self._tasks = tasks
         self._vg_id = vg_id
@@ -689,6 +697,11 @@ class StreamMeta:
         return self._clock
 
     @property
+    def profile(self) -> Profile:
+        """The semantics this meta follows (``profile.semantics``: its name, if it has one)."""
+        return self._profile
+
+    @property
     def vg_id(self) -> int:
         return self._vg_id
 
@@ -861,7 +874,9 @@ class StreamMeta:
         entry = TaskEntry(
             id=task.id,
             task=task,
-            lifecycle=self.lifecycle_class(listener=self._on_status_change),
+            lifecycle=self.lifecycle_class(
+                listener=self._on_status_change, semantics=self._profile
+            ),
             incarnation=next(self._incarnations),
             next_process_ver=ver,
         )

@@ -163,3 +163,40 @@ def test_check_needs_a_sut() -> None:
     with pytest.raises(SystemExit) as exited:
         main(["check", "--level", "1"])
     assert exited.value.code == 2
+
+
+# -- the two semantics (spec/divergences.md) ----------------------------------------------------
+
+SEED_SERVER = f"{SERVE} --semantics seed"
+
+
+def test_the_served_seed_conforms_to_the_seed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "trace.json"
+    code, text = _check(
+        capsys, "--sut", SEED_SERVER, "--semantics", "seed", "--level", "3", *FEW,
+        "--trace-out", str(out),
+    )
+    assert code == 0, text
+    assert "declares seed semantics" in text and "against the seed semantics" in text
+
+
+def test_the_served_seed_is_not_the_intended_semantics(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Checked against the intended semantics, the seed diverges, and the trace names where:
+    a switch of spec/divergences.toml that the view shows (prev, saved or waiting)."""
+    out = tmp_path / "trace.json"
+    code, text = _check(
+        capsys, "--sut", SEED_SERVER, "--level", "1", *FEW, "--trace-out", str(out)
+    )
+    assert code == 1, text
+    trace = read_trace(out)
+    assert trace.semantics.value == "intended"
+    assert trace.failure.kind == "view"
+    assert re.search(r"\.(prev_status|prev_event|saved|waiting)", trace.failure.detail), text
+    code, text = _replay(capsys, str(out))
+    assert code == 1 and "still fails" in text
+    code, text = _replay(capsys, str(out), "--semantics", "seed")
+    assert code == 0 and "seed semantics" in text

@@ -98,3 +98,20 @@ def test_a_broken_variant_fails_its_conformance_test() -> None:
     )
     with pytest.raises(pytest.fail.Exception, match=r"not conformant(.|\n)*register"):
         test()
+
+
+test_the_seed_conforms_to_the_seed_in_process = conformance_test(
+    lambda: ReferenceAdapter(check_invariants=False, semantics="seed"),
+    level=1,
+    examples=10,
+    steps=20,
+    semantics="seed",
+)
+
+
+def test_the_seed_fails_the_intended_conformance_test() -> None:
+    test = conformance_test(
+        lambda: ReferenceAdapter(check_invariants=False, semantics="seed"), level=1, examples=10
+    )
+    with pytest.raises(pytest.fail.Exception, match="intended semantics"):
+        test()

@@ -30,7 +30,9 @@ def test_hello_names_the_levels() -> None:
         "protocol": 1,
         "name": "statemeta-reference",
         "levels": [1, 2, 3],
+        "semantics": "intended",
     }
+    assert ReferenceAdapter(semantics="seed").hello()["semantics"] == "seed"
     assert "paused_count_self_pause" in ReferenceAdapter("paused_count_self_pause").hello()["name"]
     with pytest.raises(MisuseError):
         ReferenceAdapter("no_such_variant")

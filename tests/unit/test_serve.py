@@ -56,6 +56,7 @@ def test_the_served_reference_answers_as_the_reference_does() -> None:
             "protocol": 1,
             "name": "statemeta-reference",
             "levels": [1, 2, 3],
+            "semantics": "intended",
         }
         served.start(3)
         for op in SESSION:

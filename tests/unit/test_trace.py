@@ -23,6 +23,7 @@ from statemeta.harness.trace import (
     view_differences,
     write_trace,
 )
+from statemeta.semantics import Semantics
 
 PAUSED_TWICE = (
     Op.of("register", task="s1"),
@@ -188,3 +189,21 @@ def test_replay_over_the_protocol(tmp_path: Path) -> None:
     with SubprocessAdapter(command) as sut:
         trace = replay(PAUSED_TWICE, level=2, sut=sut, sut_command=command)
     assert trace is not None and trace.ops == PAUSED_TWICE
+
+
+def test_a_trace_names_its_semantics(tmp_path: Path) -> None:
+    trace = replay(
+        [Op.of("handle", task="s1", event="init")],
+        level=1,
+        sut=ReferenceAdapter(semantics="seed"),
+        sut_command="seed",
+    )
+    assert trace is not None and trace.semantics is Semantics.INTENDED
+    assert "intended semantics" in format_trace(trace)
+    again = Trace.from_json(trace.to_json())
+    assert again == trace
+    old = trace.to_json()
+    del old["semantics"]  # a trace written before the semantics existed
+    assert Trace.from_json(old).semantics is Semantics.INTENDED
+    with pytest.raises(MisuseError, match="no semantics 'tdengine'"):
+        Trace.from_json({**old, "semantics": "tdengine"}, where="t.json")
