@@ -38,6 +38,7 @@ from statemeta.codec import (
 from statemeta.errors import InvariantViolation
 from statemeta.harness import generation
 from statemeta.harness.adapter import Adapter
+from statemeta.harness.differences import first_difference
 from statemeta.harness.normalize import Json, check_view_invariants
 from statemeta.harness.operations import REGISTER_VER, TASK_POOL, Op
 from statemeta.harness.reference import ReferenceAdapter, saved_record
@@ -66,20 +67,6 @@ class Divergence(AssertionError):
         self.sut_view: dict[str, Json] | None = None
 
 
-def _view_diff(ref: Json, sut: Json, where: str = "view") -> str:
-    """The first place two JSON values differ, as a path and both values."""
-    if isinstance(ref, dict) and isinstance(sut, dict):
-        for key in sorted(set(ref) | set(sut)):
-            if ref.get(key, ...) != sut.get(key, ...):
-                return _view_diff(ref.get(key, "<missing>"), sut.get(key, "<missing>"),
-                                  f"{where}.{key}")
-    if isinstance(ref, list) and isinstance(sut, list) and len(ref) == len(sut):
-        for i, (r, s) in enumerate(zip(ref, sut, strict=True)):
-            if r != s:
-                return _view_diff(r, s, f"{where}[{i}]")
-    return f"{where}: reference {ref!r}, sut {sut!r}"
-
-
 def compare_step(
     op: Op,
     ref_result: dict[str, Json],
@@ -89,13 +76,16 @@ def compare_step(
 ) -> None:
     """The differential check of one step (the machine's and ``statemeta replay``'s)."""
     if ref_result != sut_result:
-        raise Divergence("result", f"{op!r}: reference {ref_result}, sut {sut_result}")
+        where = first_difference(ref_result, sut_result, "result")
+        raise Divergence(
+            "result", f"{op!r}: reference {ref_result}, sut {sut_result}; at {where}"
+        )
     try:
         check_view_invariants(sut_view)
     except InvariantViolation as e:
         raise Divergence("invariant", f"after {op!r}: {e}") from e
     if ref_view != sut_view:
-        raise Divergence("view", f"after {op!r}: {_view_diff(ref_view, sut_view)}")
+        raise Divergence("view", f"after {op!r}: {first_difference(ref_view, sut_view, 'view')}")
 
 
 def _tid(obj: Json) -> TaskId:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias, TypeVar
 
@@ -24,6 +24,7 @@ import attrs
 
 from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
+from statemeta.harness.differences import compact, differences
 from statemeta.harness.machine import Divergence, Step, build_machine
 from statemeta.harness.operations import LEVELS, Op
 from statemeta.harness.reference import ReferenceAdapter
@@ -42,7 +43,6 @@ __all__ = [
     "read_trace",
     "replay",
     "sut_error_trace",
-    "view_differences",
     "write_trace",
 ]
 
@@ -265,24 +265,6 @@ def replay(
 # -- printing ----------------------------------------------------------------------------------
 
 
-def view_differences(reference: object, sut: object, path: str = "") -> Iterator[str]:
-    """Each place the two JSON values differ, as ``path: reference X, implementation Y``."""
-    if isinstance(reference, dict) and isinstance(sut, dict):
-        for key in sorted(set(reference) | set(sut), key=str):
-            where = f"{path}.{key}" if path else str(key)
-            if key not in sut:
-                yield f"{where}: only the reference has it ({_compact(reference[key])})"
-            elif key not in reference:
-                yield f"{where}: only the implementation has it ({_compact(sut[key])})"
-            else:
-                yield from view_differences(reference[key], sut[key], where)
-    elif isinstance(reference, list) and isinstance(sut, list) and len(reference) == len(sut):
-        for index, (left, right) in enumerate(zip(reference, sut, strict=True)):
-            yield from view_differences(left, right, f"{path}[{index}]")
-    elif reference != sut:
-        yield f"{path or '(view)'}: reference {_compact(reference)}, implementation {_compact(sut)}"
-
-
 def format_trace(trace: Trace) -> str:
     """The trace as a table a person can read and replay by hand."""
     rows = [("#", "operation", "reference", "implementation")]
@@ -304,21 +286,16 @@ def format_trace(trace: Trace) -> str:
     )
     lines.append(failure.detail)
     if failure.reference_view is not None and failure.sut_view is not None:
-        differences = list(view_differences(failure.reference_view, failure.sut_view))
-        if differences:
+        found = list(differences(failure.reference_view, failure.sut_view))
+        if found:
             lines.append("views at the failing step differ at:")
-            lines.extend(f"  {difference}" for difference in differences)
+            lines.extend(f"  {difference}" for difference in found)
     return "\n".join(lines)
 
 
 def _result(result: JsonObject | None) -> str:
     if result is None:
         return "-"
-    text = f"error {result['error']}" if "error" in result else _compact(result.get("ok"))
+    text = f"error {result['error']}" if "error" in result else compact(result.get("ok"))
     heartbeats = result.get("heartbeats")
     return f"{text} (+{len(heartbeats)} heartbeats)" if heartbeats else text
-
-
-def _compact(value: object, limit: int = 60) -> str:
-    text = json.dumps(value, separators=(",", ":"))
-    return text if len(text) <= limit else text[: limit - 3] + "..."
