@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import subprocess
 import sys
@@ -208,3 +209,14 @@ def test_options_may_follow_or_precede_an_optional_positional() -> None:
     assert parser.parse_args(["hb", "--json"]) == argparse.Namespace(
         layout="hb", file="-", json=True
     )
+
+
+def test_the_refusals_shown_in_docs_cli_md_are_real(capsys: pytest.CaptureFixture[str]) -> None:
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    shown = re.findall(r"^\$ (statemeta .*)\n(statemeta .*)$", text, re.M)
+    assert len(shown) == 2
+    for command, line in shown:
+        with pytest.raises(SystemExit) as exited:
+            statemeta_main(shlex.split(command)[1:])
+        assert exited.value.code == 2
+        assert capsys.readouterr().err == line + "\n"
