@@ -11,17 +11,17 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib
-import json
 import os
 import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from benchmarks._table import ROW_KEYS, ModuleResult, Verdict, table_lines, verdict
+from statemeta.cli_args import Parser
 from statemeta.cli_bench import BENCHMARKS, configure_bench
+from statemeta.json_output import json_text
 
 RunFunction = Callable[[bool], list[dict[str, Any]]]
 """A benchmark module's ``run(quick)``."""
@@ -92,14 +92,14 @@ def run_command(args: argparse.Namespace) -> int:
     modules = f"{len(results)} module{'' if len(results) == 1 else 's'}"
     print(f"{modules} in {seconds:.1f} s{' (--quick)' if args.quick else ''}")
     if args.json:
-        text = json.dumps(report(results, args.quick, seconds), indent=2)
-        Path(args.json).write_text(text + "\n", encoding="utf-8")
+        text = json_text(report(results, args.quick, seconds))
+        args.json.write_text(text + "\n", encoding="utf-8")
         print(f"wrote {args.json}")
     return 1 if any(result.error is not None for result in results) else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m benchmarks", description=(__doc__ or "").splitlines()[0]
     )
     configure_bench(parser)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -12,11 +11,13 @@ from typing import Any
 
 import attrs
 
+from statemeta.cli_args import Parser, existing_directory
 from statemeta.cli_bench import COMMANDS as BENCH_COMMANDS
 from statemeta.diagrams import lifecycle_rows_markdown, refresh_docs, roles_rows_markdown
 from statemeta.explore.cli_explore import COMMANDS as EXPLORE_COMMANDS
 from statemeta.harness.campaign import COMMANDS as CAMPAIGN_COMMANDS
 from statemeta.harness.cli_check import COMMANDS as CHECK_COMMANDS
+from statemeta.json_output import json_text
 from statemeta.lifecycle import (
     LIFECYCLE_ROWS,
     Outcome,
@@ -141,14 +142,17 @@ def _configure_spec(parser: argparse.ArgumentParser) -> None:
         "--check-docs", action="store_true", help="exit 1 if the generated docs are stale"
     )
     parser.add_argument(
-        "--docs", type=Path, default=_REPO_DOCS, help="the docs directory (default: %(default)s)"
+        "--docs",
+        type=existing_directory,
+        default=_REPO_DOCS,
+        help="the docs directory (default: %(default)s)",
     )
 
 
 def _run_spec(args: argparse.Namespace) -> int:
     """Prints the normative tables, or keeps docs/ in step with them."""
     if args.json:
-        print(json.dumps(spec_document(), indent=2))
+        print(json_text(spec_document()))
         return 0
     if args.write_docs or args.check_docs:
         stale = refresh_docs(args.docs, write=args.write_docs)
@@ -185,12 +189,15 @@ def main(argv: list[str] | None = None) -> int:
 
     A reader of stdout that goes away ends the command quietly: no traceback, EXIT_BROKEN_PIPE.
     (The pipes to an implementation under check are the harness's: it handles their errors.)"""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="statemeta", description="Executable reference model of TDengine's stream meta."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in SUBCOMMANDS.items():
-        command.configure(commands.add_parser(name, help=command.help, description=command.help))
+        sub = commands.add_parser(
+            name, help=command.help, description=command.help, intermixed=True
+        )
+        command.configure(sub)
     args = parser.parse_args(argv)
     try:
         code = SUBCOMMANDS[args.command].run(args)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from statemeta.cli_args import output_file
+
 __all__ = ["BENCHMARKS", "COMMANDS", "configure_bench", "run_bench"]
 
 BENCHMARKS = ("lifecycle", "codec", "store", "meta", "harness", "explore")
@@ -25,7 +27,10 @@ def configure_bench(parser: argparse.ArgumentParser) -> None:
     """The options of both ``statemeta bench`` and ``python -m benchmarks``."""
     parser.add_argument("--quick", action="store_true", help="small sizes: under a minute in all")
     parser.add_argument(
-        "--json", metavar="FILE", help="also write the table as JSON, with the machine"
+        "--json",
+        type=output_file,
+        metavar="FILE",
+        help="also write the table as JSON, with the machine",
     )
     parser.add_argument(
         "--only",

@@ -14,7 +14,6 @@ The protocol document's tables are generated from ERROR_CODES, OP_SPECS and the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import traceback
@@ -22,6 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
+from statemeta.cli_args import Parser
 from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
 from statemeta.harness.adapter import PROTOCOL_VERSION
@@ -238,7 +238,7 @@ def refresh_protocol_doc(path: Path = PROTOCOL_DOC, *, write: bool) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python -m statemeta.serve",
         description="The reference (or a broken variant) behind the harness protocol, on "
         "stdin/stdout (docs/harness-protocol.md).",

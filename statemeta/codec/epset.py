@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import construct as c
 
-from statemeta.codec.fields import c_string, instance_of, int_field, tuple_of
+from statemeta.codec.fields import c_string, instance_of, int_field, to_tuple, tuple_of
 from statemeta.codec.primitives import (
     I8,
     I32,
@@ -56,7 +56,9 @@ class EpSet:
     """SEpSet: up to 5 endpoints and the index of the one in use."""
 
     in_use: int = int_field(8)
-    eps: tuple[Ep, ...] = attrs.field(default=(), validator=tuple_of(Ep, max_len=TSDB_MAX_REPLICA))
+    eps: tuple[Ep, ...] = attrs.field(
+        default=(), converter=to_tuple, validator=tuple_of(Ep, max_len=TSDB_MAX_REPLICA)
+    )
 
 
 class _Fqdn(Adapter):

@@ -6,7 +6,8 @@ fails on a record, and a decoded value that breaks a rule is reported as a ``Dec
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from collections.abc import Iterable
+from typing import Any, NoReturn, cast
 
 import attrs
 
@@ -87,12 +88,23 @@ def instance_of(kind: type | tuple[type, ...]) -> Any:
     return check
 
 
+def to_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
+    """Converter: a list, generator or any other iterable as the tuple a frozen record holds.
+
+    Text and non-iterables pass through unchanged, for the field's validator to refuse by
+    name. (Typed ``Iterable[Any]``: the attrs mypy plugin gives a generic converter's
+    parameter an unbound type variable; the items are checked by the validator.)"""
+    if isinstance(items, Iterable) and not isinstance(items, str | bytes):
+        return tuple(items)
+    return cast(tuple[Any, ...], items)
+
+
 def tuple_of(kind: type, *, max_len: int | None = None) -> Any:
     """Validator: a tuple of ``kind`` records, at most ``max_len`` of them."""
 
     def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if not isinstance(value, tuple) or not all(isinstance(v, kind) for v in value):
-            _reject(inst, attribute, value, f"expected a tuple of {kind.__name__}")
+            _reject(inst, attribute, value, f"expected an iterable of {kind.__name__}")
         if max_len is not None and len(value) > max_len:
             _reject(inst, attribute, value, f"at most {max_len} items")
 
@@ -105,7 +117,7 @@ def int_tuple(bits: int) -> Any:
 
     def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if not isinstance(value, tuple):
-            _reject(inst, attribute, value, "expected a tuple of int")
+            _reject(inst, attribute, value, "expected an iterable of int")
         for v in value:
             item(inst, attribute, v)
 

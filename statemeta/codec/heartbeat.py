@@ -9,7 +9,14 @@ from __future__ import annotations
 import attrs
 import construct as c
 
-from statemeta.codec.fields import double_field, int_field, int_tuple, required_int, tuple_of
+from statemeta.codec.fields import (
+    double_field,
+    int_field,
+    int_tuple,
+    required_int,
+    to_tuple,
+    tuple_of,
+)
 from statemeta.codec.primitives import (
     I8,
     I32,
@@ -51,9 +58,11 @@ class HbMsg:
 
     vg_id: int = int_field(32)
     entries: tuple[TaskStatusEntry, ...] = attrs.field(
-        default=(), validator=tuple_of(TaskStatusEntry)
+        default=(), converter=to_tuple, validator=tuple_of(TaskStatusEntry)
     )
-    update_nodes: tuple[int, ...] = attrs.field(default=(), validator=int_tuple(32))
+    update_nodes: tuple[int, ...] = attrs.field(
+        default=(), converter=to_tuple, validator=int_tuple(32)
+    )
 
 
 TASK_STATUS_ENTRY = Record(

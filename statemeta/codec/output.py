@@ -13,7 +13,7 @@ import attrs
 import construct as c
 
 from statemeta.codec.epset import EP_SET, EpSet
-from statemeta.codec.fields import c_string_field, instance_of, int_field, tuple_of
+from statemeta.codec.fields import c_string_field, instance_of, int_field, to_tuple, tuple_of
 from statemeta.codec.primitives import (
     I8,
     I16,
@@ -70,7 +70,9 @@ class UseDbRsp:
     hash_prefix: int = int_field(16)
     hash_suffix: int = int_field(16)
     hash_method: int = int_field(8)
-    vgroups: tuple[VgroupInfo, ...] = attrs.field(default=(), validator=tuple_of(VgroupInfo))
+    vgroups: tuple[VgroupInfo, ...] = attrs.field(
+        default=(), converter=to_tuple, validator=tuple_of(VgroupInfo)
+    )
     err_code: int = int_field(32)
     state_ts: int = int_field(64)
 
@@ -100,7 +102,9 @@ class SchemaWrapper:
     """SSchemaWrapper: a versioned list of columns."""
 
     version: int = int_field(32)
-    columns: tuple[Schema, ...] = attrs.field(default=(), validator=tuple_of(Schema))
+    columns: tuple[Schema, ...] = attrs.field(
+        default=(), converter=to_tuple, validator=tuple_of(Schema)
+    )
 
 
 @attrs.frozen

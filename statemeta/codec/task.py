@@ -24,6 +24,7 @@ from statemeta.codec.fields import (
     int_field,
     one_of,
     required_int,
+    to_tuple,
     tuple_of,
 )
 from statemeta.codec.key import NO_RELATED_TASK, TASK_ID, TaskId, decode_task_key
@@ -107,7 +108,9 @@ class StreamTask:
     max_ver: int = int_field(64, signed=False)
     window_skey: int = int_field(64)
     window_ekey: int = int_field(64)
-    upstream: tuple[EpInfo, ...] = attrs.field(default=(), validator=tuple_of(EpInfo))
+    upstream: tuple[EpInfo, ...] = attrs.field(
+        default=(), converter=to_tuple, validator=tuple_of(EpInfo)
+    )
     qmsg: str = attrs.field(default="", validator=_qmsg)
     output: Output = attrs.field(factory=FixedDispatch, validator=instance_of(OUTPUT_RECORDS))
     trigger_param: int = int_field(64)

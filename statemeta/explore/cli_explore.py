@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import os
 import sys
@@ -13,12 +12,20 @@ from typing import Any
 
 import attrs
 
+from statemeta.cli_args import (
+    MAX_WORKERS,
+    command_line,
+    int_in,
+    nonnegative_int,
+    output_file,
+    positive_int,
+)
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.coverage import format_report, invariant_ids, report
 from statemeta.explore.search import Counterexample, Exploration, Stats, explore
 from statemeta.harness.campaign import run_campaign
-from statemeta.harness.cli_check import positive_int
 from statemeta.harness.variants import VARIANTS
+from statemeta.json_output import json_text
 
 DEFAULT_BOUNDS = Bounds()
 DEFAULT_WORKERS = (
@@ -48,11 +55,11 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
         ("max_depth", "operations per path"),
     ):
         flag = "--" + name.replace("_", "-")
-        parser.add_argument(flag, type=int, default=getattr(d, name),
+        parser.add_argument(flag, type=nonnegative_int, default=getattr(d, name),
                             help=f"at most this many {help_text} (default: %(default)s)")
     parser.add_argument("--no-symmetry", dest="symmetry", action="store_false",
                         help="no symmetry reduction (interchangeable tasks kept apart)")
-    parser.add_argument("--workers", type=positive_int, default=DEFAULT_WORKERS,
+    parser.add_argument("--workers", type=int_in(1, MAX_WORKERS), default=DEFAULT_WORKERS,
                         help="processes expanding each large level; the result is the same "
                         "for any number (default: %(default)s)")
 
@@ -85,11 +92,11 @@ def configure_explore(parser: argparse.ArgumentParser) -> None:
     add_bound_options(parser)
     parser.add_argument("--variant", choices=sorted(VARIANTS),
                         help="explore a broken variant against the reference")
-    parser.add_argument("--sut", metavar="CMD",
+    parser.add_argument("--sut", metavar="CMD", type=command_line,
                         help="replay a path to every state found against this implementation")
-    parser.add_argument("--depth", type=int, dest="sut_depth", default=None,
+    parser.add_argument("--depth", type=nonnegative_int, dest="sut_depth", default=None,
                         help="with --sut: paths up to this depth (default: --max-depth)")
-    parser.add_argument("--trace", type=Path, default=Path("explore-counterexample.json"),
+    parser.add_argument("--trace", type=output_file, default=Path("explore-counterexample.json"),
                         help="where a counterexample is written (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
@@ -116,7 +123,7 @@ def run_explore(args: argparse.Namespace) -> int:
         doc["trace"] = str(args.trace)
     if args.sut is not None and result.counterexample is None:
         doc["sut"] = run_sut(args.sut, result)
-    print(json.dumps(doc, indent=2) if args.json else _text(doc))
+    print(json_text(doc) if args.json else _text(doc))
     ok = result.counterexample is None and (args.sut is None or doc["sut"]["failure"] is None)
     return 0 if ok else 1
 
@@ -195,9 +202,9 @@ def run_sut(command: str, result: Exploration) -> dict[str, Any]:
 
 def configure_verify(parser: argparse.ArgumentParser) -> None:
     add_bound_options(parser)
-    parser.add_argument("--examples", type=int, default=CAMPAIGN_EXAMPLES,
+    parser.add_argument("--examples", type=positive_int, default=CAMPAIGN_EXAMPLES,
                         help="property campaign examples (default: %(default)s)")
-    parser.add_argument("--steps", type=int, default=CAMPAIGN_STEPS,
+    parser.add_argument("--steps", type=positive_int, default=CAMPAIGN_STEPS,
                         help="steps per example (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
@@ -225,7 +232,7 @@ def run_verify(args: argparse.Namespace) -> int:
         "seconds": round(time.perf_counter() - started, 1),
     }
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary))
     else:
         lifecycle = doc["lifecycle_rows"]
         roles = doc["role_rows"]

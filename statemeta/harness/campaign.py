@@ -12,7 +12,6 @@ verify`` runs a small one after its exploration.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
@@ -21,11 +20,13 @@ import attrs
 from hypothesis import seed
 from hypothesis.stateful import get_state_machine_test
 
-from statemeta.harness.cli_check import Progress, check_settings, positive_int
+from statemeta.cli_args import positive_int
+from statemeta.harness.cli_check import Progress, check_settings
 from statemeta.harness.machine import build_machine
 from statemeta.harness.minimize import without_shrinking
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import Backend, Coverage, ReferenceAdapter
+from statemeta.json_output import json_text
 from statemeta.lifecycle import LIFECYCLE_ROWS
 from statemeta.roles import ROLE_ROWS
 
@@ -148,7 +149,7 @@ def run_campaign_command(args: argparse.Namespace) -> int:
         args.examples, args.steps, seed_value=args.seed, backend=args.backend,
         progress=progress
     )
-    print(json.dumps(report.to_json(), indent=2) if args.json else format_campaign(report))
+    print(json_text(report.to_json()) if args.json else format_campaign(report))
     return 0 if report.failure is None else 1
 
 

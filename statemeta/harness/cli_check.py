@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, Verbosity, seed, settings
 from hypothesis.errors import FlakyFailure
 from hypothesis.stateful import get_state_machine_test
 
+from statemeta.cli_args import command_line, output_file, positive_int, seconds
 from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.machine import Divergence, build_machine
@@ -209,24 +210,17 @@ def check_settings(examples: int, steps: int) -> settings:
 # -- the commands ---------------------------------------------------------------------------------
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
-    return value
-
-
 def _add_sut(parser: argparse.ArgumentParser, *, required: bool) -> None:
     parser.add_argument(
         "--sut",
         required=required,
+        type=command_line,
         metavar="CMD",
         help="the implementation's command line (split like a shell, run without one)",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=5.0,
         metavar="S",
         help="seconds to wait for each response (default: %(default)s)",
@@ -252,7 +246,7 @@ def configure_check(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="the run's seed (default: random, printed)")
     parser.add_argument(
         "--trace-out",
-        type=Path,
+        type=output_file,
         default=Path("statemeta-trace.json"),
         metavar="FILE",
         help="where a failure's trace goes (default: %(default)s)",

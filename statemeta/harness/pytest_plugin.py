@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from statemeta.cli_args import command_line, output_file, positive_int, seconds
 from statemeta.errors import SutError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.cli_check import CheckReport, run_check
@@ -33,7 +34,12 @@ __all__ = [
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("statemeta", "conformance of an implementation to statemeta")
-    group.addoption("--statemeta-sut", metavar="CMD", help="check this implementation's command")
+    group.addoption(
+        "--statemeta-sut",
+        type=command_line,
+        metavar="CMD",
+        help="check this implementation's command",
+    )
     group.addoption("--statemeta-level", type=int, default=2, choices=LEVELS, help="default: 2")
     group.addoption(
         "--statemeta-semantics",
@@ -41,12 +47,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=[s.value for s in Semantics],
         help="the reference's semantics (default: %(default)s)",
     )
-    group.addoption("--statemeta-timeout", type=float, default=5.0, help="seconds per response")
-    group.addoption("--statemeta-examples", type=int, help="default: the profile's max_examples")
-    group.addoption("--statemeta-steps", type=int, help="default: the profile's step count")
+    group.addoption("--statemeta-timeout", type=seconds, default=5.0, help="seconds per response")
+    group.addoption(
+        "--statemeta-examples", type=positive_int, help="default: the profile's max_examples"
+    )
+    group.addoption(
+        "--statemeta-steps", type=positive_int, help="default: the profile's step count"
+    )
     group.addoption(
         "--statemeta-trace-out",
-        type=Path,
+        type=output_file,
         default=Path("statemeta-trace.json"),
         help="where a failure's trace goes (default: %(default)s)",
     )

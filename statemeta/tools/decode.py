@@ -2,23 +2,29 @@
 
 Input is hex (whitespace allowed anywhere) or raw bytes. Decision: input made only of ASCII
 hex digits and whitespace is read as hex, anything else as raw bytes. Raw bytes that happen
-to be all hex-digit characters would be misread; pass such bytes as hex.
+to be all hex-digit characters would be misread; pass such bytes as hex. At most MAX_INPUT
+bytes are read (``decode task /dev/zero`` ends at once): larger input is an error, not a decode.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import string
 import sys
 from collections.abc import Callable
 from typing import Any
 
+from statemeta.cli_args import input_file
 from statemeta.codec import decode_hb, decode_task, decode_task_key
 from statemeta.codec.vectors import to_jsonable
 from statemeta.errors import DecodeError, IncompatibleVersionError, KeyLengthError
+from statemeta.json_output import json_text
 
-__all__ = ["COMMANDS", "LAYOUTS", "decode_fields", "read_input"]
+__all__ = ["COMMANDS", "LAYOUTS", "MAX_INPUT", "decode_fields", "read_input"]
+
+MAX_INPUT = 64 * 1024 * 1024
+"""The most bytes decode reads (64 MiB): hex of a 32 MiB value, whitespace included. A task
+value or heartbeat is kilobytes; a query plan (qmsg) of megabytes still fits."""
 
 
 def _key_fields(b: bytes) -> dict[str, int]:
@@ -63,15 +69,28 @@ def _flatten(value: Any, prefix: str) -> list[str]:
 
 def configure_decode(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("layout", choices=sorted(LAYOUTS), help="hb, task (value) or key")
-    parser.add_argument("file", nargs="?", default="-", help="hex or raw bytes; - or absent: stdin")
+    parser.add_argument(
+        "file",
+        nargs="?",
+        default="-",
+        type=input_file,
+        help=f"hex or raw bytes, at most {MAX_INPUT // 2**20} MiB; - or absent: stdin",
+    )
     parser.add_argument("--json", action="store_true", help="print the fields as JSON")
 
 
 def _read(file: str) -> bytes:
+    """The input's bytes; raises DecodeError past MAX_INPUT (reading no further)."""
     if file == "-":
-        return sys.stdin.buffer.read()
-    with open(file, "rb") as f:
-        return f.read()
+        data = sys.stdin.buffer.read(MAX_INPUT + 1)
+    else:
+        with open(file, "rb") as f:
+            data = f.read(MAX_INPUT + 1)
+    if len(data) > MAX_INPUT:
+        raise DecodeError(
+            f"larger than {MAX_INPUT} bytes, the most decode reads", field="input"
+        )
+    return data
 
 
 def run_decode(args: argparse.Namespace) -> int:
@@ -85,7 +104,7 @@ def run_decode(args: argparse.Namespace) -> int:
         print(f"statemeta decode {args.layout}: {e}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(fields, indent=2))
+        print(json_text(fields))
     else:
         print("\n".join(_flatten(fields, "")))
     return 0

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import resource
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_json_output import strict_loads
 
 from statemeta.cli import main
+from statemeta.codec import HbMsg, TaskStatusEntry, encode_hb
+from statemeta.tools.decode import MAX_INPUT
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
 HEARTBEATS = sorted(VECTORS.glob("heartbeat_*.json"))
@@ -101,7 +108,7 @@ def test_a_corrupt_input_names_the_field_and_offset(
     assert f"in field '{field}' at offset {offset}" in err
 
 
-def test_odd_hex_and_a_missing_file_exit_1(
+def test_odd_hex_exits_1_and_a_missing_file_is_refused_before_reading(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     odd = tmp_path / "odd.hex"
@@ -109,6 +116,81 @@ def test_odd_hex_and_a_missing_file_exit_1(
     code, _, err = _decode(capsys, "key", str(odd))
     assert code == 1
     assert "in field 'input'" in err and "odd number of hex digits" in err
-    code, _, err = _decode(capsys, "key", str(tmp_path / "missing"))
-    assert code == 1
-    assert "missing" in err
+    with pytest.raises(SystemExit) as exited:
+        main(["decode", "key", str(tmp_path / "missing")])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "missing' is not an existing file" in err
+
+
+def test_options_go_before_or_after_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``decode hb --json FILE`` was refused ("unrecognized arguments") while ``decode hb FILE
+    --json`` worked."""
+    doc = _vector("heartbeat_1.json")
+    path = tmp_path / "hb.hex"
+    path.write_text(doc["hex"])
+    for argv in (["hb", "--json", str(path)], ["--json", "hb", path], ["hb", path, "--json"]):
+        code, out, err = _decode(capsys, *map(str, argv))
+        assert (code, err) == (0, ""), argv
+        assert json.loads(out) == doc["decoded"], argv
+
+
+def test_json_output_is_rfc_8259_for_non_finite_doubles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    entry = TaskStatusEntry(
+        stream_id=1,
+        task_id=2,
+        input_q_used=math.nan,
+        input_rate=math.inf,
+        sink_quota=-math.inf,
+        sink_data_size=-0.0,
+    )
+    path = tmp_path / "hb.bin"
+    path.write_bytes(encode_hb(HbMsg(vg_id=2, entries=(entry,))))
+    code, out, _ = _decode(capsys, "hb", str(path), "--json")
+    assert code == 0
+    (fields,) = strict_loads(out)["entries"]
+    assert (fields["input_q_used"], fields["input_rate"], fields["sink_quota"]) == (
+        "NaN",
+        "Infinity",
+        "-Infinity",
+    )
+    assert math.copysign(1.0, fields["sink_data_size"]) == -1.0
+    code, out, _ = _decode(capsys, "hb", str(path))
+    assert "entries[0].input_q_used = nan" in out.splitlines()
+
+
+def test_input_past_the_limit_is_refused_without_reading_it_all() -> None:
+    """``decode task /dev/zero`` read until memory ran out; here the child may map at most
+    1 GiB, so an unbounded read fails with MemoryError instead of eating the machine."""
+    limit = 1 << 30
+    done = subprocess.run(
+        [sys.executable, "-m", "statemeta", "decode", "task", "/dev/zero"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)),
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        f"statemeta decode task: cannot decode in field 'input': larger than {MAX_INPUT} bytes,"
+        " the most decode reads"
+    ]
+
+
+def test_input_at_the_limit_is_read(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("statemeta.tools.decode.MAX_INPUT", 16)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"0000000000000001" * 2)))
+    code, _, err = _decode(capsys, "key", "-")
+    assert code == 1 and "larger than 16 bytes" in err
+    key = _vector("task_key.json")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(bytes.fromhex(key["hex"]))))
+    code, out, err = _decode(capsys, "key", "-", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == key["decoded"]

@@ -115,3 +115,24 @@ def test_the_seed_fails_the_intended_conformance_test() -> None:
     )
     with pytest.raises(pytest.fail.Exception, match="intended semantics"):
         test()
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "--statemeta-sut=",
+        "--statemeta-timeout=nan",
+        "--statemeta-timeout=0",
+        "--statemeta-examples=0",
+        "--statemeta-steps=-1",
+        "--statemeta-trace-out=no/such/dir/t.json",
+    ],
+)
+def test_a_meaningless_option_is_a_usage_error_before_anything_runs(
+    tmp_path: Path, option: str
+) -> None:
+    """The same rules as ``statemeta check`` (statemeta.cli_args), in pytest's usage error."""
+    done = _pytest(tmp_path, f"--statemeta-sut={SERVE}", "--statemeta-examples=1", option)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
+    assert f"argument {option.split('=')[0]}: " in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr

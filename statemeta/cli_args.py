@@ -1,0 +1,150 @@
+"""The rules every command-line value follows, each written once, and the parser that applies them.
+
+Every command (``statemeta`` and its subcommands, ``python -m statemeta.serve``, ``python -m
+benchmarks``) parses with ``Parser`` and types its options with the functions below, so a value
+that cannot mean anything (a timeout of nan, a negative depth, an empty command, a file that
+is not there) stops the command before it starts: exit 2 and one line on stderr,
+``PROG: error: argument --timeout: 'nan' is not a number of seconds in (0, 86400]``, never a
+traceback and never a run that fails late (docs/cli.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+__all__ = [
+    "MAX_SECONDS",
+    "MAX_WORKERS",
+    "Parser",
+    "command_line",
+    "existing_directory",
+    "input_file",
+    "int_in",
+    "nonnegative_int",
+    "output_file",
+    "positive_int",
+    "seconds",
+]
+
+EXIT_USAGE = 2
+"""argparse's exit code for a command line it refuses."""
+
+MAX_SECONDS = 86_400.0
+"""The longest wait an option accepts (a day): longer is a typo, and past ~1e15 s the
+platform's time_t overflows inside select()."""
+
+MAX_WORKERS = 64
+"""The most worker processes an option accepts: each is a forked copy of the explorer."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose refusal is one line, ``PROG: error: MESSAGE``, exit 2.
+
+    argparse prints the usage and then the error; the usage is ``--help``'s first line, and a
+    caller reading stderr (a script, a CI log) wants the one line that says what is wrong.
+    With ``intermixed=True`` options may also follow the positionals (``decode hb --json
+    FILE``): argparse alone gives an optional positional (``FILE``) no second chance after an
+    option, so such parsers parse in argparse's two intermixed passes."""
+
+    def __init__(self, *args: Any, intermixed: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.intermixed = intermixed
+        self._in_pass = False
+
+    def error(self, message: str) -> NoReturn:
+        one_line = " ".join(message.split())
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line} (see --help)\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if not self.intermixed or self._in_pass:
+            return super().parse_known_args(args, namespace)
+        self._in_pass = True  # the intermixed parse calls back here for each of its passes
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._in_pass = False
+
+
+def _refuse(text: str, what: str) -> NoReturn:
+    raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+
+
+def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high] (no upper bound when ``high`` is None)."""
+    what = f"a whole number from {low} to {high}"
+    if high is None:
+        what = f"a whole number, at least {low}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            _refuse(text, what)
+        if value < low or (high is not None and value > high):
+            _refuse(text, what)
+        return value
+
+    return parse
+
+
+positive_int = int_in(1)
+"""An argparse type: a count of at least 1 (examples, steps)."""
+nonnegative_int = int_in(0)
+"""An argparse type: a budget or a depth, 0 or more."""
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds in (0, MAX_SECONDS]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        _refuse(text, f"a number of seconds in (0, {MAX_SECONDS:g}]")
+    return value
+
+
+def command_line(text: str) -> str:
+    """An argparse type: a command line that splits (as a shell would) into at least a program."""
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a command line: {e}") from e
+    if not words:
+        _refuse(text, "a command line (it names no program)")
+    return text
+
+
+def input_file(text: str) -> str:
+    """An argparse type: ``-`` (stdin) or a path that exists and is not a directory (a file, a
+    device, a pipe such as ``<(cmd)``)."""
+    if text != "-" and Path(text).is_dir():
+        _refuse(text, "a file (it is a directory)")
+    if text != "-" and not Path(text).exists():
+        _refuse(text, "an existing file")
+    return text
+
+
+def existing_directory(text: str) -> Path:
+    """An argparse type: a directory that exists."""
+    if not Path(text).is_dir():
+        _refuse(text, "an existing directory")
+    return Path(text)
+
+
+def output_file(text: str) -> Path:
+    """An argparse type: a file path that can be written at the end of a long run: not a
+    directory, in a directory that exists."""
+    path = Path(text)
+    if not text or path.is_dir():
+        _refuse(text, "a file path (it is a directory)" if text else "a file path")
+    if not path.absolute().parent.is_dir():
+        _refuse(text, f"a file path in an existing directory ({path.parent} is not one)")
+    return path
