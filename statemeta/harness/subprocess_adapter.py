@@ -320,7 +320,8 @@ class SubprocessAdapter:
             response = loads_bounded(reply, MAX_JSON_DEPTH)
         except ValueError as error:
             text = _clip(reply.decode("utf-8", "replace"))
-            self._fail(label, f"answered a line that is not JSON within the protocol's bounds ({error}): {text}")
+            problem = f"answered a line that is not JSON within the protocol's bounds ({error})"
+            self._fail(label, f"{problem}: {text}")
         problem = _response_problem(response, request_id)
         if problem:
             self._fail(label, problem)
