@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from test_cli_check import _broken
 
 from statemeta.cli import main
 from statemeta.harness.operations import Op
@@ -64,26 +64,6 @@ def test_replay_of_a_deeply_nested_trace_exits_2_with_one_line(
     assert lines[0].startswith(f"could not run: trace {path}: is not JSON within bounds")
 
 
-def _misbehaving(tmp_path: Path, misbehaviour: str) -> str:
-    """A level-1 implementation: the reference, until the misbehaviour strikes."""
-    script = tmp_path / "impl.py"
-    script.write_text(
-        textwrap.dedent(
-            """\
-            import json, sys
-            from statemeta.serve import Server
-            from statemeta.harness.reference import ReferenceAdapter
-            server = Server(ReferenceAdapter(check_invariants=False))
-            for line in sys.stdin:
-                request = json.loads(line)
-                {misbehaviour}
-                print(json.dumps(server.respond(line)), flush=True)
-            """
-        ).format(misbehaviour=misbehaviour)
-    )
-    return f"{sys.executable} {script}"
-
-
 def _check_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> Trace:
     out = tmp_path / "trace.json"
     run = ["check", "--sut", command, "--level", "1", "--examples", "5", "--steps", "5"]
@@ -102,7 +82,7 @@ def test_a_deeply_nested_response_fails_the_run_with_a_trace(
         'if request["op"] == "view": '
         f"print('{{\"id\": %d, \"result\": {deep}}}' % request['id'], flush=True); continue"
     )
-    trace = _check_fails(capsys, tmp_path, _misbehaving(tmp_path, misbehaviour))
+    trace = _check_fails(capsys, tmp_path, _broken(tmp_path, misbehaviour))
     assert trace.failure.kind == "sut"
     assert "on request view" in trace.failure.detail
     assert f"nested deeper than {MAX_JSON_DEPTH}" in trace.failure.detail
@@ -116,7 +96,7 @@ def test_a_stderr_flood_fails_the_run_with_a_bounded_trace(
         'if request["op"] == "view": '
         f'sys.stderr.write("e" * {flood} + "\\n" + "dying\\n"); sys.stderr.flush(); sys.exit(9)'
     )
-    trace = _check_fails(capsys, tmp_path, _misbehaving(tmp_path, misbehaviour))
+    trace = _check_fails(capsys, tmp_path, _broken(tmp_path, misbehaviour))
     assert "exited with status 9" in trace.failure.detail
     assert trace.failure.detail.endswith("\ndying")
     written = flood + len("\ndying\n")

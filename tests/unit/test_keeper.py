@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_subprocess_adapter import _alive
 
 from statemeta.cli import main
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
@@ -85,15 +86,6 @@ def _pid(tmp_path: Path, name: str) -> int:
         assert time.monotonic() < deadline, f"{name} never started"
         time.sleep(0.01)
     return int(path.read_text())
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` exists (a zombie counts: it must be reaped too)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _children_of(pid: int) -> list[int]:
