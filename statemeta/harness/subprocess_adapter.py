@@ -156,8 +156,10 @@ class SubprocessAdapter:
         if process.stdin is not None:
             with contextlib.suppress(OSError):
                 process.stdin.close()
-        self._await_exit(_CLOSE_GRACE_S)
-        self._kill()
+        try:
+            self._await_exit(_CLOSE_GRACE_S)
+        finally:
+            self._kill()  # also when a signal's exception cuts the grace period short
 
     def __enter__(self) -> SubprocessAdapter:
         return self
@@ -204,7 +206,7 @@ class SubprocessAdapter:
         self._stderr_open = True
         started = self._keeper_report()
         if not started.startswith("started "):
-            self._fail("spawn", started or "the keeper exited before starting it")
+            self._fail("spawn", started or "the keeper did not start it")
         self._pid = int(started.split()[1])
         hello = self._request("hello", {"protocol": PROTOCOL_VERSION})
         problem = _hello_problem(hello)

@@ -33,16 +33,20 @@ def loads_bounded(data: bytes | str, max_depth: int) -> Any:
 
 
 def _deeper_than(value: object, max_depth: int) -> bool:
-    """Whether ``value`` nests deeper than ``max_depth`` (iteratively: no recursion to bound)."""
-    pending: list[tuple[dict[str, Any] | list[Any], int]] = []
-    if isinstance(value, dict | list):
-        pending.append((value, 1))
-    while pending:
-        item, depth = pending.pop()
+    """Whether ``value`` nests deeper than ``max_depth``: one level at a time, no recursion (and
+    plain loops: this runs on every response)."""
+    level: list[Any] = [value] if isinstance(value, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
         if depth > max_depth:
             return True
-        children = item.values() if isinstance(item, dict) else item
-        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+        below = []
+        for item in level:
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, (dict, list)):
+                    below.append(child)
+        level = below
     return False
 
 
