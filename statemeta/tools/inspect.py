@@ -132,7 +132,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     try:
         found = inspect_meta(args.path)
     except StoreError as e:
-        print(f"statemeta inspect: no meta store at {args.path}: {e}", file=sys.stderr)
+        print(f"statemeta inspect: cannot read {args.path}: {e}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(attrs.asdict(found), indent=2))
