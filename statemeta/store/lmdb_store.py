@@ -9,7 +9,8 @@ transaction outlives a call and none is tied to a thread between calls.
 Committed reads run in a fresh read transaction each, so they see the latest committed
 state. One writer per directory, as tdb and the meta assume: a read-write store holds an
 advisory lock (``flock`` on ``<path>/stream/statemeta.lock``) while open; read-only ones
-take none (spec/store.md).
+take none, and open LMDB without its locking so that they write no file (spec/store.md,
+Read-only mode). The data file is checked before LMDB maps it (statemeta/store/lmdb_file.py).
 """
 
 from __future__ import annotations
