@@ -370,16 +370,21 @@ time.sleep(60)
 COMMITTED = [(task_key(1, 1), b"committed-1"), (task_key(1, 2), b"committed-2")]
 
 
-@contextlib.contextmanager
-def writer_process(path: Path, mode: str) -> Iterator[subprocess.Popen[str]]:
-    """A child process that committed COMMITTED and holds an uncommitted transaction."""
-    with subprocess.Popen(
-        [sys.executable, "-c", CHILD_WRITER, str(path), mode],
+def child_process(script: str, *args: str) -> subprocess.Popen[str]:
+    """``python -c script args``, talking over pipes (text lines)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args],
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-    ) as child:
+    )
+
+
+@contextlib.contextmanager
+def writer_process(path: Path, mode: str) -> Iterator[subprocess.Popen[str]]:
+    """A child process that committed COMMITTED and holds an uncommitted transaction."""
+    with child_process(CHILD_WRITER, str(path), mode) as child:
         try:
             assert child.stdout is not None
             assert child.stdout.readline() == "ready\n"
@@ -427,13 +432,7 @@ sys.stdin.readline()
 
 
 def test_sigkill_during_a_large_commit_leaves_all_of_it_or_nothing(tmp_path: Path) -> None:
-    with subprocess.Popen(
-        [sys.executable, "-c", CHILD_BULK_COMMIT, str(tmp_path)],
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    ) as child:
+    with child_process(CHILD_BULK_COMMIT, str(tmp_path)) as child:
         assert child.stdout is not None
         assert child.stdout.readline() == "committing\n"
         child.send_signal(signal.SIGKILL)  # most often while LMDB writes the 20k keys
@@ -507,13 +506,7 @@ for generation, _line in enumerate(iter(sys.stdin.readline, "")):
 def test_an_unlocked_read_that_overlaps_two_commits_is_read_again(tmp_path: Path) -> None:
     """Without LMDB's locking a writer may reuse a reader's pages from its second commit on
     (spec/store.md, Read-only mode): such a read is not returned, it is read again."""
-    with subprocess.Popen(
-        [sys.executable, "-c", CHILD_GENERATIONS, str(tmp_path)],
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    ) as child:
+    with child_process(CHILD_GENERATIONS, str(tmp_path)) as child:
         assert child.stdin is not None and child.stdout is not None
 
         def commit(generation: int) -> None:
