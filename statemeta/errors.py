@@ -158,6 +158,21 @@ class SutError(StatemetaError):
         super().__init__(f"{command!r} on request {request}: {problem}{tail}")
 
 
+class TraceFormatError(MisuseError):
+    """A trace file cannot be read, or one of its fields is not what the trace format says.
+
+    Names the file (``where``), the field (``field``, e.g. ``steps[2].args``; empty when the
+    file as a whole is at fault) and what was expected.
+    """
+
+    def __init__(self, where: str, field: str, problem: str) -> None:
+        self.where = where
+        self.field = field
+        self.problem = problem
+        at = f", field {field!r}" if field else ""
+        super().__init__(f"trace {where}{at}: {problem}")
+
+
 class SutAborted(BaseException):
     """Stops a Hypothesis run at the first SutError, without shrinking.
 

@@ -9,19 +9,24 @@ of a hung one would cost a timeout) with the steps so far.
 
 Exit codes of both commands: 0 conformant (replay: the trace passes now), 1 a divergence, an
 invariant violation or a broken implementation (trace written, path printed), 2 could not run
-(a command that does not start, a failed handshake, a level it does not support, a bad trace).
+(a command that does not start, a failed handshake, a level it does not support, a bad trace),
+128 + N interrupted by signal N (SIGTERM, SIGINT, SIGHUP: the implementation's process tree is
+ended first, and one line says so).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import random
 import shlex
+import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any, TextIO
 
 import attrs
@@ -270,10 +275,51 @@ def _handshake(sut: SubprocessAdapter, level: int) -> str | None:
     return None
 
 
+class Interrupted(BaseException):
+    """The run got SIGTERM, SIGINT or SIGHUP. Not an Exception, so that Hypothesis passes it on
+    at once (as SutAborted); on the way out the implementation's process tree is ended."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+_ENDING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[list[int]]:
+    """While the body runs, the first SIGTERM, SIGINT or SIGHUP raises Interrupted (later ones
+    are ignored: the tree is being ended); yields the list that then holds the signal."""
+    received: list[int] = []
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        if not received:
+            received.append(signum)
+            raise Interrupted(signum)
+
+    previous = {number: signal.signal(number, interrupt) for number in _ENDING_SIGNALS}
+    try:
+        yield received
+    except Interrupted:
+        pass
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _interrupted(received: list[int], command: str) -> int:
+    """Says the run was interrupted (its implementation's tree is ended by now)."""
+    name = signal.Signals(received[0]).name
+    print(f"interrupted by {name}: ended {command!r} and every process it started", file=sys.stderr)
+    return 128 + received[0]
+
+
 def run_check_command(args: argparse.Namespace) -> int:
     """``statemeta check``."""
     seed_value = args.seed if args.seed is not None else random.randrange(2**32)
-    with SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
+    report: CheckReport | None = None
+    with _interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
         problem = _handshake(sut, args.level)
         if problem:
             print(problem, file=sys.stderr)
@@ -295,6 +341,9 @@ def run_check_command(args: argparse.Namespace) -> int:
             progress=Progress(sys.stdout),
             semantics=args.semantics,
         )
+    if received:
+        return _interrupted(received, args.sut)
+    assert report is not None
     rate = report.steps / max(report.seconds, 1e-9)
     summary = f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
     summary += f"({rate:.0f} steps/s)"
@@ -317,7 +366,8 @@ def run_replay_command(args: argparse.Namespace) -> int:
         print(f"could not run: {error}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
     command = args.sut or recorded.sut
-    with SubprocessAdapter(command, timeout=args.timeout) as sut:
+    trace: Trace | None = None
+    with _interruptible() as received, SubprocessAdapter(command, timeout=args.timeout) as sut:
         problem = _handshake(sut, recorded.level)
         if problem:
             print(problem, file=sys.stderr)
@@ -327,6 +377,8 @@ def run_replay_command(args: argparse.Namespace) -> int:
         trace = replay(
             recorded.ops, level=recorded.level, sut=sut, sut_command=command, reference=reference
         )
+    if received:
+        return _interrupted(received, command)
     if trace is None:
         print(
             f"passes: all {len(recorded.steps)} steps of {args.trace} agree ({command}, "

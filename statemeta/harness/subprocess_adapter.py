@@ -5,15 +5,22 @@ Theory of operation
 One child serves a whole run. ``hello`` is the handshake (sent once, when the child is spawned);
 ``start(level)`` asks it for a fresh instance, ``stop()`` ends that instance and leaves the
 child running for the next one, ``close()`` ends the child. Requests and responses are single
-JSON lines; the child's stderr goes to a temporary file whose tail is quoted when it fails.
+JSON lines.
 
-Every request waits at most ``timeout`` seconds for its response. Whatever goes wrong with the
-child (it cannot be started, exits, hangs, closes its stdout, prints a line that is not the JSON
-response to this request, or answers with a protocol error) kills the child's whole process
-group, reaps it and raises SutError: a broken implementation never hangs the harness, and the
-next ``start`` spawns a new child. The command is split like a shell would (``shlex``) but run
-without one (write ``sh -c '...'`` for a shell line), in a new session, so that every process
-it starts is killed with it.
+The command is split like a shell would (``shlex``) but run without one (write ``sh -c '...'``
+for a shell line), under statemeta.harness.keeper: a small process between the harness and the
+implementation that ends the implementation's whole process tree (setsid'd grandchildren and
+double-forked daemons included) when the harness closes it, or when the harness dies.
+
+Every request waits at most ``timeout`` seconds for its response, and reads at most
+MAX_LINE_BYTES of it: memory stays bounded whatever the child prints. Its stderr is read
+alongside (so a chatty child never blocks on a full pipe) into a tail of the last
+STDERR_TAIL_BYTES, quoted when it fails. Whatever goes wrong with the child (it cannot be
+started, exits, hangs, closes its stdout, prints a line that is too long, not JSON, nested
+deeper than MAX_JSON_DEPTH or not the response to this request, or answers with a protocol
+error) ends its process tree and raises SutError: a broken implementation never hangs the
+harness, and the next ``start`` spawns a new child. So does anything that interrupts a request
+half-way (a signal's exception): the child's next line could not be trusted.
 """
 
 from __future__ import annotations
@@ -21,26 +28,66 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import selectors
 import shlex
 import signal
+import socket
 import subprocess
-import tempfile
+import sys
 import time
-from typing import IO, Any, NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
 
 from statemeta.errors import SutError
+from statemeta.harness import keeper
 from statemeta.harness.adapter import PROTOCOL_VERSION
 from statemeta.harness.normalize import id_json
 from statemeta.harness.operations import LEVELS, TASK_POOL, Op, TaskSlot
+from statemeta.harness.wire import MAX_JSON_DEPTH, is_int, is_op_result, loads_bounded
 
-__all__ = ["SubprocessAdapter", "pool_json"]
+__all__ = ["MAX_LINE_BYTES", "STDERR_TAIL_BYTES", "SubprocessAdapter", "pool_json"]
 
+MAX_LINE_BYTES = 4 * 1024 * 1024
+"""The longest response line read (without its newline); a longer one fails the run."""
+STDERR_TAIL_BYTES = 64 * 1024
+"""How much of the child's stderr is kept (the last bytes); the rest is counted, not kept."""
+STDERR_TAIL_LINES = 20
+"""How many lines of that tail a failure quotes."""
+
+_CHUNK = 64 * 1024
 _CLOSE_GRACE_S = 1.0
 """How long ``close()`` lets the child exit on its own after its stdin is closed."""
-_EXIT_GRACE_S = 0.2
+_EXIT_GRACE_S = 0.5
 """How long a child that closed its stdout is given to exit, so its exit status can be told."""
-_STDERR_TAIL_LINES = 20
+_KEEPER_START_S = 10.0
+"""How long the keeper may take to start the command and say so (it starts in milliseconds)."""
+_KEEPER_END_S = 5.0
+"""How long the keeper may take to end the tree before it is killed itself."""
+_KEEPER = Path(keeper.__file__)
+
+
+class _StderrTail:
+    """The last STDERR_TAIL_BYTES bytes of the child's stderr, and how many came before."""
+
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.kept += chunk
+        excess = len(self.kept) - STDERR_TAIL_BYTES
+        if excess > 0:
+            del self.kept[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        """Its last STDERR_TAIL_LINES lines, after a note of how many bytes are not shown."""
+        lines = self.kept.splitlines(keepends=True)
+        shown = b"".join(lines[-STDERR_TAIL_LINES:])
+        hidden = self.dropped + len(self.kept) - len(shown)
+        text = shown.decode("utf-8", "replace").rstrip("\n")
+        return f"[{hidden} bytes of stderr before these not shown]\n{text}" if hidden else text
 
 
 class SubprocessAdapter:
@@ -50,7 +97,11 @@ class SubprocessAdapter:
         self.command = command
         self.timeout = timeout
         self._process: subprocess.Popen[bytes] | None = None
-        self._stderr: IO[bytes] | None = None
+        """The keeper, whose stdin, stdout and stderr are the implementation's."""
+        self._control: socket.socket | None = None
+        self._pid: int | None = None
+        self._stderr = _StderrTail()
+        self._stderr_open = False
         self._buffer = bytearray()
         self._selector: selectors.BaseSelector | None = None
         self._next_id = 1
@@ -78,7 +129,7 @@ class SubprocessAdapter:
         """One operation; the result is ``{"ok": value}`` or ``{"error": "ClassName"}``."""
         wire = op.to_json()
         result = self._request(wire["op"], wire["args"])
-        if not _is_op_result(result):
+        if not is_op_result(result):
             self._fail(repr(op), f"result {_clip(json.dumps(result))} is not an operation result")
         return result  # type: ignore[no-any-return]
 
@@ -98,16 +149,17 @@ class SubprocessAdapter:
     # -- the child -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Ends the child: EOF on its stdin, then SIGKILL to its process group; always reaps."""
+        """Ends the child: EOF on its stdin, a grace period, then its whole process tree."""
         process = self._process
         if process is None:
             return
         if process.stdin is not None:
             with contextlib.suppress(OSError):
                 process.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(_CLOSE_GRACE_S)
-        self._kill()
+        try:
+            self._await_exit(_CLOSE_GRACE_S)
+        finally:
+            self._kill()  # also when a signal's exception cuts the grace period short
 
     def __enter__(self) -> SubprocessAdapter:
         return self
@@ -117,82 +169,148 @@ class SubprocessAdapter:
 
     @property
     def pid(self) -> int | None:
-        """The child's process id (its process group's id too), while it runs."""
-        return None if self._process is None else self._process.pid
+        """The implementation's process id (its process group's id too), while it runs."""
+        return self._pid
 
     def _spawn(self) -> None:
-        self._stderr = tempfile.TemporaryFile(prefix="statemeta-sut-stderr-")  # noqa: SIM115
+        try:
+            argv = shlex.split(self.command)
+        except ValueError as error:
+            raise SutError(self.command, "spawn", f"cannot start: {error}") from error
+        if not argv:
+            raise SutError(self.command, "spawn", "cannot start: the command is empty")
+        self._control, keeper_end = socket.socketpair()
+        self._stderr = _StderrTail()
+        self._buffer.clear()
         try:
             self._process = subprocess.Popen(
-                shlex.split(self.command),
+                [sys.executable, "-I", "-S", str(_KEEPER), str(keeper_end.fileno()), *argv],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=self._stderr,
+                stderr=subprocess.PIPE,
+                pass_fds=(keeper_end.fileno(),),
                 start_new_session=True,
             )
-        except (OSError, ValueError) as error:
-            self._stderr.close()
-            self._stderr = None
-            raise SutError(self.command, "spawn", f"cannot start: {error}") from error
-        assert self._process.stdout is not None
+        except OSError as error:
+            self._control.close()
+            self._control = None
+            raise SutError(self.command, "spawn", f"cannot start the keeper: {error}") from error
+        finally:
+            keeper_end.close()
+        assert self._process.stdout is not None and self._process.stderr is not None
         os.set_blocking(self._process.stdout.fileno(), False)
+        os.set_blocking(self._process.stderr.fileno(), False)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._process.stdout, selectors.EVENT_READ)
-        self._buffer.clear()
+        self._selector.register(self._process.stderr, selectors.EVENT_READ)
+        self._stderr_open = True
+        started = self._keeper_report()
+        if not started.startswith("started "):
+            self._fail("spawn", started or "the keeper did not start it")
+        self._pid = int(started.split()[1])
         hello = self._request("hello", {"protocol": PROTOCOL_VERSION})
         problem = _hello_problem(hello)
         if problem:
             self._fail("hello", problem)
         self._hello = hello
 
+    def _keeper_report(self) -> str:
+        """The keeper's one line: ``started PID`` or ``cannot start: why`` ("" if it died)."""
+        assert self._control is not None
+        self._control.settimeout(_KEEPER_START_S)
+        report = bytearray()
+        with contextlib.suppress(OSError):
+            while not report.endswith(b"\n") and len(report) < 4096:
+                chunk = self._control.recv(4096)
+                if not chunk:
+                    break
+                report += chunk
+        return report.decode("utf-8", "replace").strip()
+
     def _kill(self) -> None:
-        """Kills the process group, reaps the child and forgets it (idempotent)."""
+        """Ends the implementation's process tree, reaps the keeper, forgets both (idempotent)."""
         process, self._process = self._process, None
+        control, self._control = self._control, None
+        pid, self._pid = self._pid, None
         self._hello = None
         self._started = False
+        if control is not None:
+            control.close()  # the keeper's signal to end the tree
         if process is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        try:
+            process.wait(_KEEPER_END_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+            process.wait()
         if self._selector is not None:
             self._selector.close()
             self._selector = None
-        for pipe in (process.stdin, process.stdout):
+        for pipe in (process.stdin, process.stdout, process.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-        if self._stderr is not None:
-            self._stderr.close()
-            self._stderr = None
 
     def _fail(self, request: str, problem: str) -> NoReturn:
-        """Kills the child and raises SutError with its stderr's tail."""
-        stderr = self._stderr_tail()
+        """Ends the child and raises SutError with its stderr's tail."""
         process = self._process
         if process is not None and process.poll() is not None:
             problem += f" (it exited with status {process.returncode})"
         self._kill()
-        raise SutError(self.command, request, problem, stderr=stderr)
+        raise SutError(self.command, request, problem, stderr=self._stderr.text())
 
-    def _stderr_tail(self) -> str:
-        if self._stderr is None:
-            return ""
-        self._stderr.seek(0)
-        lines = self._stderr.read().decode("utf-8", "replace").splitlines()
-        return "\n".join(lines[-_STDERR_TAIL_LINES:])
+    # -- reading the child's output ------------------------------------------------------------
+
+    def _read_stderr(self) -> None:
+        """Whatever the child's stderr holds now, into the tail (at end-of-file: stop watching)."""
+        assert self._process is not None and self._process.stderr is not None
+        assert self._selector is not None
+        try:
+            chunk = os.read(self._process.stderr.fileno(), _CHUNK)
+        except BlockingIOError:
+            return
+        if chunk:
+            self._stderr.add(chunk)
+        else:
+            self._selector.unregister(self._process.stderr)
+            self._stderr_open = False
+
+    def _await_exit(self, seconds: float) -> None:
+        """Reads stderr until the child's tree has let go of it, then waits for the keeper's
+        exit (which follows the implementation's), ``seconds`` in all at most."""
+        assert self._process is not None and self._process.stderr is not None
+        deadline = time.monotonic() + seconds
+        stderr = self._process.stderr.fileno()
+        while self._stderr_open and (remaining := deadline - time.monotonic()) > 0:
+            if select.select([stderr], [], [], remaining)[0]:
+                self._read_stderr()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(max(deadline - time.monotonic(), 0.0))
 
     # -- one request ---------------------------------------------------------------------------
 
     def _request(self, op: str, args: dict[str, Any]) -> Any:
-        """Sends one request and returns its ``result`` (anything else: SutError)."""
+        """Sends one request and returns its ``result`` (anything else: SutError). Interrupted
+        half-way (a signal's exception), it ends the child before passing the exception on."""
         if self._process is None:
             self._spawn()
-        process = self._process
-        assert process is not None and process.stdin is not None
         request_id = self._next_id
         self._next_id += 1
         label = f"{op} {json.dumps(args, sort_keys=True)}" if args else op
+        try:
+            return self._exchange(request_id, op, args, label)
+        except SutError:
+            raise
+        except BaseException:
+            self._kill()
+            raise
+
+    def _exchange(self, request_id: int, op: str, args: dict[str, Any], label: str) -> Any:
+        process = self._process
+        assert process is not None and process.stdin is not None
         line = json.dumps({"id": request_id, "op": op, "args": args}, separators=(",", ":"))
         try:
             process.stdin.write(line.encode() + b"\n")
@@ -201,41 +319,47 @@ class SubprocessAdapter:
             self._fail(label, f"cannot write the request ({error})")
         reply = self._read_line(label)
         try:
-            response = json.loads(reply)
-        except ValueError:
+            response = loads_bounded(reply, MAX_JSON_DEPTH)
+        except ValueError as error:
             text = _clip(reply.decode("utf-8", "replace"))
-            self._fail(label, f"answered a line that is not JSON: {text}")
+            problem = f"answered a line that is not JSON within the protocol's bounds ({error})"
+            self._fail(label, f"{problem}: {text}")
         problem = _response_problem(response, request_id)
         if problem:
             self._fail(label, problem)
         return response["result"]
 
     def _read_line(self, label: str) -> bytes:
-        """The next line of the child's stdout, within the timeout."""
+        """The next line of the child's stdout (at most MAX_LINE_BYTES), within the timeout."""
         assert self._process is not None and self._process.stdout is not None
         assert self._selector is not None
         deadline = time.monotonic() + self.timeout
-        fd = self._process.stdout.fileno()
+        stdout = self._process.stdout
+        scanned = 0
         while True:
-            end = self._buffer.find(b"\n")
+            end = self._buffer.find(b"\n", scanned)
+            if end > MAX_LINE_BYTES or (end < 0 and len(self._buffer) > MAX_LINE_BYTES):
+                self._fail(label, f"answered a line longer than {MAX_LINE_BYTES} bytes")
             if end >= 0:
                 line = bytes(self._buffer[:end])
                 del self._buffer[: end + 1]
                 return line
+            scanned = len(self._buffer)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self._fail(label, f"no response within {self.timeout:g} s")
-            if not self._selector.select(remaining):
-                continue
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self._process.wait(_EXIT_GRACE_S)  # for the exit status, if it is exiting
-                self._fail(label, "it closed its stdout before answering")
-            self._buffer += chunk
+            for key, _ in self._selector.select(remaining):
+                if key.fileobj is not stdout:
+                    self._read_stderr()
+                    continue
+                try:
+                    chunk = os.read(stdout.fileno(), _CHUNK)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    self._await_exit(_EXIT_GRACE_S)  # for the exit status, if it is exiting
+                    self._fail(label, "it closed its stdout before answering")
+                self._buffer += chunk
 
 
 def _slot_json(slot: TaskSlot) -> dict[str, Any]:
@@ -259,24 +383,12 @@ def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _is_op_result(result: object) -> bool:
-    """``{"ok": value}`` or ``{"error": "ClassName"}``, either with optional ``"heartbeats"``."""
-    if not isinstance(result, dict) or set(result) - {"ok", "error", "heartbeats"}:
-        return False
-    if ("ok" in result) == ("error" in result):
-        return False
-    if "error" in result and not isinstance(result["error"], str):
-        return False
-    heartbeats = result.get("heartbeats", [])
-    return isinstance(heartbeats, list) and all(isinstance(h, str) for h in heartbeats)
-
-
 def _response_problem(response: object, request_id: int) -> str:
     """What is wrong with a response line ("" if it is the result of request ``request_id``)."""
     if not isinstance(response, dict):
         return f"answered {_clip(json.dumps(response))}, not a JSON object"
-    if response.get("id") != request_id:
-        return f"answered id {response.get('id')!r} to request id {request_id}"
+    if not is_int(response.get("id")) or response["id"] != request_id:
+        return f"answered id {_clip(json.dumps(response.get('id')))} to request id {request_id}"
     if "error" in response:
         error = response["error"]
         if isinstance(error, dict):
@@ -291,13 +403,13 @@ def _hello_problem(hello: object) -> str:
     """What is wrong with a handshake result ("" if this harness can talk to it)."""
     if not isinstance(hello, dict):
         return f"handshake result {_clip(json.dumps(hello))} is not a JSON object"
-    if hello.get("protocol") != PROTOCOL_VERSION:
+    if not is_int(hello.get("protocol")) or hello["protocol"] != PROTOCOL_VERSION:
         return f"speaks protocol {hello.get('protocol')!r}, this harness speaks {PROTOCOL_VERSION}"
     levels = hello.get("levels")
     if (
         not isinstance(levels, list)
         or not levels
-        or not all(isinstance(level, int) and level in LEVELS for level in levels)
+        or not all(is_int(level) and level in LEVELS for level in levels)
     ):
         return f"handshake levels {levels!r} are not a non-empty list of {LEVELS}"
     if not isinstance(hello.get("name"), str):

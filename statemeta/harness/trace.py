@@ -22,16 +22,18 @@ from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
-from statemeta.errors import MisuseError, SutAborted, SutError
+from statemeta.errors import MisuseError, SutAborted, SutError, TraceFormatError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.differences import compact, differences
 from statemeta.harness.machine import Divergence, Step, build_machine
 from statemeta.harness.operations import LEVELS, Op
 from statemeta.harness.reference import ReferenceAdapter
+from statemeta.harness.wire import MAX_JSON_DEPTH, is_int, is_op_result, loads_bounded
 from statemeta.semantics import Semantics
 
 __all__ = [
     "FAILURE_KINDS",
+    "MAX_TRACE_DEPTH",
     "TRACE_FORMAT",
     "Failure",
     "JsonObject",
@@ -113,23 +115,91 @@ class Trace:
 
     @classmethod
     def from_json(cls, obj: object, *, where: str = "trace") -> Trace:
-        """Parses a trace (MisuseError naming ``where`` and the step for anything malformed)."""
-        if not isinstance(obj, dict) or obj.get("format") != TRACE_FORMAT:
-            raise MisuseError(f"{where}: not a statemeta trace of format {TRACE_FORMAT}")
-        try:
-            steps = tuple(
-                TraceStep(
-                    Op.from_json({"op": step["op"], "args": step.get("args", {})}),
-                    step.get("reference"),
-                    step.get("sut"),
-                )
-                for step in obj["steps"]
+        """Parses a trace, every field checked (TraceFormatError naming ``where`` and the field)."""
+        found = obj.get("format") if isinstance(obj, dict) else None
+        if not (is_int(found) and found == TRACE_FORMAT):
+            problem = f"not a statemeta trace of format {TRACE_FORMAT} (format {compact(found)})"
+            raise TraceFormatError(where, "format", problem)
+        fields = _check_fields(obj, _TRACE_FIELDS, where, "")
+        steps = []
+        for index, step in enumerate(fields["steps"]):
+            field = f"steps[{index}]"
+            _check_fields(step, _STEP_FIELDS, where, field)
+            try:
+                op = Op.from_json({"op": step["op"], "args": step.get("args", {})})
+            except MisuseError as error:
+                raise TraceFormatError(where, field, str(error)) from error
+            steps.append(TraceStep(op, step.get("reference"), step.get("sut")))
+        failure = Failure(**_check_fields(fields["failure"], _FAILURE_FIELDS, where, "failure"))
+        semantics = Semantics(fields.get("semantics", Semantics.INTENDED.value))
+        return cls(
+            fields["level"], fields["sut"], tuple(steps), failure, fields.get("seed"), semantics
+        )
+
+
+MAX_TRACE_DEPTH = MAX_JSON_DEPTH + 2
+"""The deepest nesting read from a trace file: a response's result sits two levels deeper in a
+trace than in its response line."""
+
+_Fields: TypeAlias = dict[str, tuple[Callable[[object], bool], str, bool]]
+"""A JSON object's fields: name -> (is the value valid, what it must be, is it required)."""
+
+_TRACE_FIELDS: _Fields = {
+    "format": (is_int, f"the int {TRACE_FORMAT}", True),
+    "level": (lambda v: is_int(v) and v in LEVELS, f"one of the levels {LEVELS}", True),
+    "sut": (
+        lambda v: isinstance(v, str) and bool(v.strip()),
+        "the implementation's command (a string that is not blank)",
+        True,
+    ),
+    "seed": (lambda v: v is None or is_int(v), "an int or null", False),
+    "semantics": (
+        lambda v: v in {s.value for s in Semantics},
+        f"one of {[s.value for s in Semantics]} (absent: intended)",
+        False,
+    ),
+    "steps": (lambda v: isinstance(v, list), "a list of steps", True),
+    "failure": (lambda v: isinstance(v, dict), "an object", True),
+}
+_STEP_FIELDS: _Fields = {
+    "op": (lambda v: isinstance(v, str), "an operation's name", True),
+    "args": (lambda v: isinstance(v, dict), "an object of arguments", False),
+    "reference": (
+        lambda v: v is None or is_op_result(v),
+        'an operation\'s result ({"ok": ...} or {"error": ...}) or null',
+        False,
+    ),
+    "sut": (
+        lambda v: v is None or is_op_result(v),
+        'an operation\'s result ({"ok": ...} or {"error": ...}) or null',
+        False,
+    ),
+}
+_FAILURE_FIELDS: _Fields = {
+    "kind": (lambda v: v in FAILURE_KINDS, f"one of {sorted(FAILURE_KINDS)}", True),
+    "detail": (lambda v: isinstance(v, str), "a string", True),
+    "reference_view": (lambda v: v is None or isinstance(v, dict), "an object or null", False),
+    "sut_view": (lambda v: v is None or isinstance(v, dict), "an object or null", False),
+}
+
+
+def _check_fields(obj: object, fields: _Fields, where: str, path: str) -> JsonObject:
+    """``obj`` itself, once it is an object with exactly ``fields``, each valid."""
+    if not isinstance(obj, dict):
+        raise TraceFormatError(where, path, f"expected an object, got {compact(obj)}")
+    prefix = f"{path}." if path else ""
+    for name in obj:
+        if name not in fields:
+            raise TraceFormatError(where, f"{prefix}{name}", "is not a field of the trace format")
+    for name, (valid, expected, required) in fields.items():
+        if name not in obj:
+            if required:
+                raise TraceFormatError(where, f"{prefix}{name}", "is missing")
+        elif not valid(obj[name]):
+            raise TraceFormatError(
+                where, f"{prefix}{name}", f"expected {expected}, got {compact(obj[name])}"
             )
-            failure = Failure(**obj["failure"])
-            semantics = Semantics.of(obj.get("semantics", Semantics.INTENDED.value))
-            return cls(obj["level"], obj["sut"], steps, failure, obj.get("seed"), semantics)
-        except (KeyError, TypeError, ValueError, MisuseError) as error:
-            raise MisuseError(f"{where}: malformed trace: {error}") from error
+    return obj
 
 
 def write_trace(trace: Trace, path: Path) -> None:
@@ -137,10 +207,15 @@ def write_trace(trace: Trace, path: Path) -> None:
 
 
 def read_trace(path: Path) -> Trace:
+    """The trace in ``path`` (TraceFormatError naming it, and the field, for anything wrong)."""
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except (OSError, ValueError) as error:
-        raise MisuseError(f"cannot read trace {path}: {error}") from error
+        raise TraceFormatError(str(path), "", f"cannot be read: {error}") from error
+    try:
+        obj = loads_bounded(text, MAX_TRACE_DEPTH)
+    except ValueError as error:
+        raise TraceFormatError(str(path), "", f"is not JSON within bounds: {error}") from error
     return Trace.from_json(obj, where=str(path))
 
 

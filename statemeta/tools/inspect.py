@@ -1,8 +1,10 @@
 """``statemeta inspect PATH``: what a meta directory holds, read-only, like ``mdb_dump``.
 
-It opens the store read-only (no file is created or written, so it is safe while the meta's
-own process has the directory open) and reports every record of task.db: the tasks that
-decode, in key order, and every record that does not, with its key and the reason.
+It opens the store read-only: no file is created or written, lock.mdb included (no bytes, no
+mtime), and it works beside a writer in another process or in this one (spec/store.md,
+Read-only mode). It reports every record of task.db: the tasks that decode, in key order, and
+every record that does not, with its key and the reason. A damaged or cut data file is a
+StoreError naming it (the command: one line on stderr, exit 1).
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     try:
         found = inspect_meta(args.path)
     except StoreError as e:
-        print(f"statemeta inspect: no meta store at {args.path}: {e}", file=sys.stderr)
+        print(f"statemeta inspect: cannot read {args.path}: {e}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(attrs.asdict(found), indent=2))

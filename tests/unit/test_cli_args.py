@@ -51,7 +51,7 @@ CASES: list[tuple[str, str, str]] = [
      "argument --trace-out"),
     ("statemeta replay {tmp}/t.json --timeout nan", "replay", "argument --timeout"),
     ("statemeta replay {tmp}/t.json --sut ''", "replay", "argument --sut"),
-    ("statemeta replay {tmp}/missing.json --sut SERVE", "", "could not run: cannot read trace"),
+    ("statemeta replay {tmp}/missing.json --sut SERVE", "", "could not run: trace"),
     *[
         (f"statemeta explore --quiet --max-depth 1 --{flag} -1", "explore", f"argument --{flag}")
         for flag in (

@@ -6,11 +6,13 @@ import json
 import shutil
 from pathlib import Path
 
+import attrs
 import pytest
 from meta_support import fill_history_pair, open_meta, task
 
 from statemeta.cli import main
 from statemeta.codec import STREAM_TASK_KEY_LEN, encode_task_key
+from statemeta.errors import StoreError
 from statemeta.meta.core import TASK_TABLE
 from statemeta.store import LmdbStore
 from statemeta.tools.inspect import StoredTask, inspect_meta
@@ -84,34 +86,61 @@ def _inspect_both_ways(path: Path) -> None:
     assert main(["inspect", str(path), "--json"]) == 0
 
 
-def test_inspect_never_modifies_the_directory(
+def _file_states(root: Path) -> dict[str, tuple[bytes, int]]:
+    files = _file_bytes(root)
+    return {name: (data, (root / name).stat().st_mtime_ns) for name, data in files.items()}
+
+
+def test_inspect_leaves_every_file_unchanged(
     meta_dir: tuple[Path, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Every file keeps its bytes; the one exception is LMDB's reader table in lock.mdb, where
-    a reader takes a slot so that a live writer cannot reuse its pages (spec/store.md,
-    Read-only mode: LMDB's protocol, not data)."""
+    """Bytes and modification times, lock.mdb included: inspect opens LMDB without locking."""
     path, _ = meta_dir
-    before = _file_bytes(path)
+    before = _file_states(path)
+    assert set(before) >= {"stream/data.mdb", "stream/lock.mdb"}
     _inspect_both_ways(path)
-    after = _file_bytes(path)
-    assert set(after) == set(before) >= {"stream/data.mdb", "stream/lock.mdb"}
-    assert {n: b for n, b in after.items() if n != "stream/lock.mdb"} == {
-        n: b for n, b in before.items() if n != "stream/lock.mdb"
-    }
+    assert _file_states(path) == before
     capsys.readouterr()
 
 
-def test_inspect_of_a_copy_without_lock_file_touches_no_byte(
+def test_inspect_of_a_copy_without_lock_file_creates_none(
     meta_dir: tuple[Path, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, _ = meta_dir
     copy = tmp_path / "backup"
     shutil.copytree(path, copy)
     (copy / "stream" / "lock.mdb").unlink()
-    before = _file_bytes(copy)
+    before = _file_states(copy)
     _inspect_both_ways(copy)
-    assert _file_bytes(copy) == before
+    assert _file_states(copy) == before
     capsys.readouterr()
+
+
+def test_inspect_a_store_this_process_has_open(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It reads through the open environment: the committed tasks, not the open write set."""
+    meta = open_meta(tmp_path)
+    meta.register(TASKS[0], ver=3)
+    meta.register(TASKS[1], ver=3)  # checkpoint 12
+    meta.save_task(attrs.evolve(TASKS[0], checkpoint_id=77))  # in the open transaction only
+    assert inspect_meta(tmp_path).latest_checkpoint_id == 12
+    assert main(["inspect", str(tmp_path)]) == 0
+    assert "latest checkpoint id: 12" in capsys.readouterr().out
+    meta.commit()
+    assert inspect_meta(tmp_path).latest_checkpoint_id == 77
+    meta.register(TASKS[2], ver=3)  # the writer still works after the inspections
+    meta.close()
+    assert len(inspect_meta(tmp_path).tasks) == 3
+
+
+def test_a_writer_waits_for_this_process_readers(meta_dir: tuple[Path, int]) -> None:
+    path, _ = meta_dir
+    reader = LmdbStore.open(path, readonly=True)
+    with pytest.raises(StoreError, match=r"read-only store.* still have it open; close them"):
+        open_meta(path)
+    reader.close()
+    open_meta(path).close()
 
 
 def test_the_command_prints_every_task(
@@ -132,5 +161,5 @@ def test_the_command_prints_every_task(
 
 def test_no_meta_store_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect", str(tmp_path)]) == 1
-    assert f"no meta store at {tmp_path}" in capsys.readouterr().err
+    assert f"cannot read {tmp_path}: " in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

@@ -370,16 +370,21 @@ time.sleep(60)
 COMMITTED = [(task_key(1, 1), b"committed-1"), (task_key(1, 2), b"committed-2")]
 
 
-@contextlib.contextmanager
-def writer_process(path: Path, mode: str) -> Iterator[subprocess.Popen[str]]:
-    """A child process that committed COMMITTED and holds an uncommitted transaction."""
-    with subprocess.Popen(
-        [sys.executable, "-c", CHILD_WRITER, str(path), mode],
+def child_process(script: str, *args: str) -> subprocess.Popen[str]:
+    """``python -c script args``, talking over pipes (text lines)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args],
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-    ) as child:
+    )
+
+
+@contextlib.contextmanager
+def writer_process(path: Path, mode: str) -> Iterator[subprocess.Popen[str]]:
+    """A child process that committed COMMITTED and holds an uncommitted transaction."""
+    with child_process(CHILD_WRITER, str(path), mode) as child:
         try:
             assert child.stdout is not None
             assert child.stdout.readline() == "ready\n"
@@ -427,13 +432,7 @@ sys.stdin.readline()
 
 
 def test_sigkill_during_a_large_commit_leaves_all_of_it_or_nothing(tmp_path: Path) -> None:
-    with subprocess.Popen(
-        [sys.executable, "-c", CHILD_BULK_COMMIT, str(tmp_path)],
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    ) as child:
+    with child_process(CHILD_BULK_COMMIT, str(tmp_path)) as child:
         assert child.stdout is not None
         assert child.stdout.readline() == "committing\n"
         child.send_signal(signal.SIGKILL)  # most often while LMDB writes the 20k keys
@@ -488,3 +487,48 @@ def test_readonly_creates_no_file(tmp_path: Path) -> None:
     with LmdbStore.open(tmp_path, readonly=True) as reader:
         assert list(reader.table("task.db", TASK_KEY_LEN).items()) == []
     assert os.listdir(tmp_path / "stream") == ["data.mdb"]
+
+
+CHILD_GENERATIONS = """
+import struct, sys
+from statemeta.store import LmdbStore
+store = LmdbStore.open(sys.argv[1], durable=False)
+tasks = store.table("task.db", 16)
+for generation, _line in enumerate(iter(sys.stdin.readline, "")):
+    store.begin()
+    for n in range(300):
+        tasks.upsert(struct.pack("<qq", 1, n), bytes([generation]) * 200)
+    store.commit()
+    print("committed", generation, flush=True)
+"""
+
+
+def test_an_unlocked_read_that_overlaps_two_commits_is_read_again(tmp_path: Path) -> None:
+    """Without LMDB's locking a writer may reuse a reader's pages from its second commit on
+    (spec/store.md, Read-only mode): such a read is not returned, it is read again."""
+    with child_process(CHILD_GENERATIONS, str(tmp_path)) as child:
+        assert child.stdin is not None and child.stdout is not None
+
+        def commit(generation: int) -> None:
+            child.stdin.write("commit\n")
+            child.stdin.flush()
+            assert child.stdout.readline() == f"committed {generation}\n"
+
+        commit(0)
+        reads: list[int] = []
+
+        def read(txn: object) -> list[tuple[bytes, bytes]]:
+            reads.append(len(reads))
+            if len(reads) == 1:  # the writer commits three times inside the first read
+                for generation in (1, 2, 3):
+                    commit(generation)
+            return list(txn.cursor(db=handle))  # type: ignore[attr-defined]
+
+        with LmdbStore.open(tmp_path, readonly=True) as reader:
+            table = reader.table("task.db", TASK_KEY_LEN)
+            handle = reader._tables["task.db"]._handle  # the LMDB sub-database, for `read`
+            rows = reader._in_snapshot(read, "items", table.name)  # the store's read path
+        child.stdin.close()
+        child.wait(timeout=30)
+    assert reads == [0, 1]
+    assert len(rows) == 300 and {value for _key, value in rows} == {bytes([3]) * 200}

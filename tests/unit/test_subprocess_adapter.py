@@ -6,6 +6,7 @@ started killed and reaped.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import textwrap
@@ -16,7 +17,13 @@ import pytest
 
 from statemeta.errors import SutError
 from statemeta.harness.operations import TASK_POOL, Op
-from statemeta.harness.subprocess_adapter import SubprocessAdapter, pool_json
+from statemeta.harness.subprocess_adapter import (
+    MAX_LINE_BYTES,
+    STDERR_TAIL_BYTES,
+    SubprocessAdapter,
+    pool_json,
+)
+from statemeta.harness.wire import MAX_JSON_DEPTH
 
 TIMEOUT = 0.5
 
@@ -139,7 +146,7 @@ BROKEN: dict[str, tuple[str, str]] = {
             print("Segmentation fault (core dumped)", flush=True)
             return True
         """,
-        r"answered a line that is not JSON: Segmentation fault",
+        r"answered a line that is not JSON .*: Segmentation fault",
     ),
     "prints half a line and hangs": (
         """\
@@ -173,6 +180,33 @@ BROKEN: dict[str, tuple[str, str]] = {
             return True
         """,
         r"is not an operation result",
+    ),
+    "answers a line longer than the limit": (
+        f"""\
+        if request["op"] == "handle":
+            sys.stdout.write("x" * {MAX_LINE_BYTES + 1})
+            sys.stdout.flush()
+            time.sleep(60)
+        """,
+        rf"answered a line longer than {MAX_LINE_BYTES} bytes",
+    ),
+    "answers JSON nested too deep, then hangs": (
+        """\
+        if request["op"] == "handle":
+            deep = "[" * 100000 + "]" * 100000
+            sys.stdout.write('{"id": %d, "result": {"ok": %s}}\\n' % (request["id"], deep))
+            sys.stdout.flush()
+            time.sleep(60)
+        """,
+        rf"not JSON .*nested deeper than {MAX_JSON_DEPTH} arrays and objects",
+    ),
+    "answers the id as a float": (
+        """\
+        if request["op"] == "handle":
+            send({"id": float(request["id"]), "result": {"ok": None}})
+            return True
+        """,
+        r"answered id \d+\.0 to request id \d+",
     ),
     "answers neither result nor error": (
         """\
@@ -224,6 +258,15 @@ def test_everything_the_child_started_is_killed(tmp_path: Path) -> None:
     assert not _alive(grandchild)
 
 
+_HELLO = '{"protocol": 1, "name": "x", "levels": [1]}'
+
+
+def _hello_answer(request_id: str, hello: str = _HELLO) -> str:
+    """A command that answers the handshake with these id and result (JSON texts)."""
+    line = f'{{"id": {request_id}, "result": {hello}}}'
+    return f"{sys.executable} -c 'import sys; sys.stdin.readline(); print({json.dumps(line)})'"
+
+
 ANOTHER_PROTOCOL = (
     "import json, sys; sys.stdin.readline(); "
     'print(json.dumps({"id": 1, "result": {"protocol": 2, "name": "x", "levels": [1]}}))'
@@ -241,8 +284,24 @@ ANOTHER_PROTOCOL = (
             r"speaks protocol 2",
         ),
         (f"{sys.executable} -c 'import time; time.sleep(60)'", r"request hello .*: no response"),
+        (_hello_answer("true"), r"answered id true to request id 1"),
+        (_hello_answer("1.0"), r"answered id 1.0 to request id 1"),
+        (_hello_answer("1", _HELLO.replace("[1]", "[true]")), r"handshake levels \[True\]"),
+        (_hello_answer("1", _HELLO.replace("1,", "true,", 1)), r"speaks protocol True"),
+        ("  ", r"cannot start: the command is empty"),
     ],
-    ids=["missing command", "unparsable command", "not a handshake", "another protocol", "silent"],
+    ids=[
+        "missing command",
+        "unparsable command",
+        "not a handshake",
+        "another protocol",
+        "silent",
+        "id true",
+        "id 1.0",
+        "level true",
+        "protocol true",
+        "empty command",
+    ],
 )
 def test_a_failed_handshake_raises_sut_error(command: str, message: str) -> None:
     adapter = SubprocessAdapter(command, timeout=TIMEOUT)
@@ -260,3 +319,94 @@ def test_close_kills_a_child_that_ignores_eof(tmp_path: Path) -> None:
     assert pid is not None
     adapter.close()
     assert not _alive(pid)
+
+
+def _one_line_view(tmp_path: Path, result: str) -> str:
+    """An implementation whose view is the Python expression ``result`` (of the request),
+    written as the response line's ``result`` verbatim."""
+    behaviour = f"""\
+    if request["op"] == "view":
+        sys.stdout.write('{{"id": %d, "result": %s}}\\n' % (request["id"], {result}))
+        sys.stdout.flush()
+        return True
+    """
+    return _sut(tmp_path, behaviour)
+
+
+@pytest.mark.parametrize(("extra", "accepted"), [(0, True), (1, False)])
+def test_a_response_line_is_read_up_to_the_limit(
+    tmp_path: Path, extra: int, accepted: bool
+) -> None:
+    """The line (without its newline) may be MAX_LINE_BYTES long, not one byte more."""
+    empty = """len('{"id": %d, "result": {"pad": ""}}' % request["id"])"""
+    result = f"""'{{"pad": "%s"}}' % ("x" * ({MAX_LINE_BYTES + extra} - {empty}))"""
+    with SubprocessAdapter(_one_line_view(tmp_path, result), timeout=5) as adapter:
+        adapter.start(1)
+        if accepted:
+            assert len(adapter.view()["pad"]) > MAX_LINE_BYTES - 100
+        else:
+            with pytest.raises(SutError, match=f"longer than {MAX_LINE_BYTES} bytes"):
+                adapter.view()
+
+
+@pytest.mark.parametrize(("extra", "accepted"), [(0, True), (1, False)])
+def test_a_response_may_nest_up_to_the_bound(tmp_path: Path, extra: int, accepted: bool) -> None:
+    """The response line may nest MAX_JSON_DEPTH arrays and objects (its own object and the
+    view's included), not one more."""
+    lists = MAX_JSON_DEPTH - 2 + extra
+    result = f"""'{{"deep": %s}}' % ("[" * {lists} + "0" + "]" * {lists})"""
+    with SubprocessAdapter(_one_line_view(tmp_path, result), timeout=TIMEOUT) as adapter:
+        adapter.start(1)
+        if accepted:
+            assert adapter.view()["deep"] is not None
+        else:
+            with pytest.raises(SutError, match=f"nested deeper than {MAX_JSON_DEPTH}"):
+                adapter.view()
+
+
+def test_only_a_bounded_tail_of_stderr_is_kept_and_reported(tmp_path: Path) -> None:
+    flood = 8 * 1024 * 1024
+    behaviour = f"""\
+    if request["op"] == "handle":
+        sys.stderr.write("e" * {flood} + "\\n" + "last words\\n")
+        sys.stderr.flush()
+        sys.exit(3)
+    """
+    adapter = SubprocessAdapter(_sut(tmp_path, behaviour), timeout=5)
+    adapter.start(1)
+    with pytest.raises(SutError, match="exited with status 3") as raised:
+        adapter.call(OP)
+    written = flood + len("\nlast words\n")
+    tail = raised.value.stderr
+    assert tail.endswith("\nlast words")
+    note = f"[{written - STDERR_TAIL_BYTES} bytes of stderr before these not shown]"
+    assert tail.startswith(note + "\n")
+    assert len(str(raised.value)) < STDERR_TAIL_BYTES + 1000
+
+
+def test_a_failure_quotes_the_last_lines_of_stderr(tmp_path: Path) -> None:
+    behaviour = """\
+    if request["op"] == "handle":
+        sys.stderr.write("".join(f"line {n}\\n" for n in range(1, 101)))
+        sys.exit(3)
+    """
+    adapter = SubprocessAdapter(_sut(tmp_path, behaviour), timeout=5)
+    adapter.start(1)
+    with pytest.raises(SutError) as raised:
+        adapter.call(OP)
+    hidden = sum(len(f"line {n}\n") for n in range(1, 81))
+    lines = raised.value.stderr.splitlines()
+    assert lines[0] == f"[{hidden} bytes of stderr before these not shown]"
+    assert lines[1:] == [f"line {n}" for n in range(81, 101)]
+
+
+def test_a_chatty_stderr_never_blocks_the_implementation(tmp_path: Path) -> None:
+    """Far more stderr than a pipe holds, before every response: it is read as it comes."""
+    behaviour = """\
+    sys.stderr.write("chatter " * 200_000 + "\\n")
+    sys.stderr.flush()
+    """
+    with SubprocessAdapter(_sut(tmp_path, behaviour), timeout=5) as adapter:
+        adapter.start(1)
+        for _ in range(3):
+            assert adapter.call(OP) == {"ok": {"event": "init", "task": TASK_POOL[0].name}}

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from statemeta.errors import MisuseError, SutAborted, SutError
+from statemeta.errors import SutAborted, SutError, TraceFormatError
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
 from statemeta.harness.trace import (
+    MAX_TRACE_DEPTH,
     Failure,
+    JsonObject,
     RecordingAdapter,
     Trace,
     TraceStep,
@@ -65,33 +68,84 @@ def test_a_trace_survives_the_json_round_trip(tmp_path: Path) -> None:
     }
 
 
-@pytest.mark.parametrize(
-    "mutate",
-    [
-        lambda t: t.update(format=2),
-        lambda t: t.pop("steps"),
-        lambda t: t["steps"][0].update(op="no_such_op"),
-        lambda t: t["steps"][0].update(args={"task": "s9"}),
-        lambda t: t["failure"].update(kind="bad luck"),
-        lambda t: t.update(level=4),
-    ],
-    ids=["format", "no steps", "unknown op", "bad argument", "unknown failure kind", "level"],
-)
-def test_a_malformed_trace_is_refused_naming_the_file(tmp_path: Path, mutate: object) -> None:
+def _nested(depth: int) -> object:
+    value: object = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+# Each mutation of a good trace file, and the field the error must name.
+MALFORMED: dict[str, tuple[Callable[[JsonObject], object], str]] = {
+    "format": (lambda t: t.update(format=2), "format"),
+    "format true": (lambda t: t.update(format=True), "format"),
+    "format 1.0": (lambda t: t.update(format=1.0), "format"),
+    "no steps": (lambda t: t.pop("steps"), "steps"),
+    "steps not a list": (lambda t: t.update(steps={"op": "commit"}), "steps"),
+    "step not an object": (lambda t: t["steps"].append("commit"), "steps[2]"),
+    "unknown op": (lambda t: t["steps"][0].update(op="no_such_op"), "steps[0]"),
+    "bad argument": (lambda t: t["steps"][0].update(args={"task": "s9"}), "steps[0]"),
+    "args not an object": (lambda t: t["steps"][0].update(args=["s1"]), "steps[0].args"),
+    "result not a result": (lambda t: t["steps"][0].update(sut=5), "steps[0].sut"),
+    "unknown step field": (lambda t: t["steps"][1].update(note="x"), "steps[1].note"),
+    "unknown failure kind": (lambda t: t["failure"].update(kind="bad luck"), "failure.kind"),
+    "detail not a string": (lambda t: t["failure"].update(detail=None), "failure.detail"),
+    "view not an object": (lambda t: t["failure"].update(sut_view=[1]), "failure.sut_view"),
+    "no failure": (lambda t: t.pop("failure"), "failure"),
+    "level": (lambda t: t.update(level=4), "level"),
+    "level true": (lambda t: t.update(level=True), "level"),
+    "level 2.0": (lambda t: t.update(level=2.0), "level"),
+    "sut empty": (lambda t: t.update(sut=""), "sut"),
+    "sut blank": (lambda t: t.update(sut="  "), "sut"),
+    "sut a number": (lambda t: t.update(sut=5), "sut"),
+    "no sut": (lambda t: t.pop("sut"), "sut"),
+    "seed abc": (lambda t: t.update(seed="abc"), "seed"),
+    "seed true": (lambda t: t.update(seed=True), "seed"),
+    "seed 1.5": (lambda t: t.update(seed=1.5), "seed"),
+    "unknown field": (lambda t: t.update(sedd=7), "sedd"),
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_a_malformed_trace_is_refused_naming_the_file_and_the_field(
+    tmp_path: Path, name: str
+) -> None:
+    mutate, field = MALFORMED[name]
     obj = _trace().to_json()
-    mutate(obj)  # type: ignore[operator]
+    mutate(obj)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(obj))
-    with pytest.raises(MisuseError, match=r"bad\.json"):
+    with pytest.raises(TraceFormatError, match=r"bad\.json") as raised:
+        read_trace(path)
+    assert raised.value.field == field
+    assert f"field {field!r}" in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_trace_nested_too_deep_is_refused_never_a_recursion_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    obj = _trace().to_json()
+    path.write_text(json.dumps(obj)[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(TraceFormatError, match=r"deep\.json: is not JSON .*nested deeper"):
+        read_trace(path)
+    obj["failure"]["sut_view"] = {"deep": _nested(MAX_TRACE_DEPTH - 3)}  # a depth a run can write
+    path.write_text(json.dumps(obj))
+    assert read_trace(path).failure.sut_view == obj["failure"]["sut_view"]
+    obj["failure"]["sut_view"] = {"deep": _nested(MAX_TRACE_DEPTH - 2)}
+    path.write_text(json.dumps(obj))
+    with pytest.raises(TraceFormatError, match=f"nested deeper than {MAX_TRACE_DEPTH}"):
         read_trace(path)
 
 
 def test_an_unreadable_trace_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(MisuseError, match="cannot read trace"):
+    with pytest.raises(TraceFormatError, match=r"missing\.json: cannot be read"):
         read_trace(tmp_path / "missing.json")
     (tmp_path / "garbage.json").write_text("{")
-    with pytest.raises(MisuseError, match="cannot read trace"):
+    with pytest.raises(TraceFormatError, match=r"garbage\.json: is not JSON"):
         read_trace(tmp_path / "garbage.json")
+    (tmp_path / "latin1.json").write_bytes(b'{"sut": "\xe9"}')
+    with pytest.raises(TraceFormatError, match=r"latin1\.json: cannot be read"):
+        read_trace(tmp_path / "latin1.json")
 
 
 def test_the_table_shows_every_step_the_failure_and_where_the_views_differ() -> None:
@@ -194,5 +248,5 @@ def test_a_trace_names_its_semantics(tmp_path: Path) -> None:
     old = trace.to_json()
     del old["semantics"]  # a trace written before the semantics existed
     assert Trace.from_json(old).semantics is Semantics.INTENDED
-    with pytest.raises(MisuseError, match="no semantics 'tdengine'"):
+    with pytest.raises(TraceFormatError, match="field 'semantics': expected one of"):
         Trace.from_json({**old, "semantics": "tdengine"}, where="t.json")
