@@ -77,9 +77,11 @@ class Verdict:
     """When linearizable: the operations that took effect, in an order consistent with real
     time in which the spec gives every observed result (pending ones left out did not)."""
     counterexample: tuple[int, ...] = ()
-    """When not linearizable: a failing sub-history from which no single operation can be
-    removed and the rest still fail (unless shrinking ran out of budget: then the smallest
-    failing one found)."""
+    """When not linearizable: the operations of a failing sub-history (a partition's, or,
+    shrunk, a small one: see ``failed_at``)."""
+    failed_at: float | None = None
+    """When shrunk: the counterexample fails as seen at this time (``History.select``'s
+    ``until``: operations returning later count as pending), and not at any earlier one."""
     steps: int = 0
     """Spec steps spent deciding (shrinking not counted)."""
     partitions: int = 1
@@ -118,10 +120,13 @@ def check(
         return Verdict(Outcome.UNKNOWN, steps=budget, partitions=len(groups))
     steps = budget - counter.left
     if failing is not None:
-        smallest = _shrink(spec, history, failing, budget, memoise) if shrink else failing
+        smallest, until = (
+            _shrink(spec, history, failing, budget, memoise) if shrink else (failing, None)
+        )
         return Verdict(
             Outcome.NOT_LINEARIZABLE,
             counterexample=tuple(smallest),
+            failed_at=until,
             steps=steps,
             partitions=len(groups),
         )
@@ -271,15 +276,43 @@ def _shrink(
     failing: list[int],
     budget: int,
     memoise: bool,
-) -> list[int]:
-    """Deletes operations (halves, quarters, ..., then one at a time until none can go) as
-    long as what remains is still not linearizable; stops early if ``budget`` runs out.
+) -> tuple[list[int], float | None]:
+    """A small failing sub-history and the time at which it fails (docs/linearizability.md).
 
-    A sub-history keeps its operations' times, so it is a history of its own: one that
-    still fails shows the same defect with fewer operations.
+    First the earliest response time T at which the failing partition, seen at T, fails (the
+    failures are monotone in T: binary search); then operations are deleted (halves,
+    quarters, ..., then one at a time until none can go) as long as what remains, seen at T,
+    still fails and first fails at T. Stops early, with what it has, if ``budget`` runs out.
     """
     counter = _Budget(budget)
-    kept = failing
+
+    def fails(indices: list[int], until: float | None) -> bool:
+        sub = history.select(indices, until)
+        return _decide(spec, sub, _groups(spec, sub), counter, memoise)[1] is not None
+
+    def returns(indices: list[int]) -> list[float]:
+        times = {history.operations[i].returned for i in indices}
+        return sorted(time for time in times if time is not None)
+
+    def first_fails_at(indices: list[int], until: float) -> bool:
+        earlier = [time for time in returns(indices) if time < until]
+        return fails(indices, until) and not (earlier and fails(indices, earlier[-1]))
+
+    times = returns(failing)
+    low, high = 0, len(times) - 1
+    try:
+        while low < high:
+            middle = (low + high) // 2
+            if fails(failing, times[middle]):
+                high = middle
+            else:
+                low = middle + 1
+    except _Exhausted:
+        pass
+    if not times:  # only pending operations cannot fail
+        return failing, None
+    until = times[high]
+    kept = [i for i in failing if history.operations[i].invoked <= until]
     chunk = max(len(kept) // 2, 1)
     try:
         while True:
@@ -287,14 +320,12 @@ def _shrink(
             start = 0
             while start < len(kept):
                 trial = kept[:start] + kept[start + chunk :]
-                sub = history.select(trial)
-                still = _decide(spec, sub, _groups(spec, sub), counter, memoise)[1]
-                if trial and still is not None:
-                    kept, removed = [trial[i] for i in still], True  # its failing partition
+                if trial and first_fails_at(trial, until):
+                    kept, removed = trial, True
                 else:
                     start += chunk
             if chunk == 1 and not removed:
-                return kept
+                return kept, until
             chunk = max(chunk // 2, 1)
     except _Exhausted:
-        return kept
+        return kept, until

@@ -86,9 +86,25 @@ class History(Generic[OpT, ResultT]):
     def clients(self) -> tuple[int, ...]:
         return tuple(sorted({operation.client for operation in self.operations}))
 
-    def select(self, indices: Sequence[int]) -> History[OpT, ResultT]:
-        """The sub-history of the operations at ``indices`` (each keeps its times)."""
-        return History(tuple(self.operations[index] for index in sorted(indices)))
+    def select(self, indices: Sequence[int], until: float | None = None) -> History[OpT, ResultT]:
+        """The sub-history of the operations at ``indices``, as seen at time ``until``.
+
+        Operations invoked after ``until`` are left out; one returning after it is pending (its
+        response had not been seen); the others keep their times and results.
+        """
+        chosen = (
+            self.operations[index]
+            for index in sorted(indices)
+            if until is None or self.operations[index].invoked <= until
+        )
+        return History(
+            tuple(
+                attrs.evolve(op, returned=None, result=None)
+                if until is not None and op.returned is not None and op.returned > until
+                else op
+                for op in chosen
+            )
+        )
 
     def to_json(
         self,

@@ -21,23 +21,29 @@ def timeline(
     history: History[Any, Any],
     only: Sequence[int] | None = None,
     *,
+    until: float | None = None,
     describe: Callable[[Any], str] = repr,
 ) -> str:
-    """The operations at ``only`` (default: all), named by their index in ``history``."""
-    indices = sorted(range(len(history.operations)) if only is None else only)
-    chosen = [(index, history.operations[index]) for index in indices]
+    """The operations at ``only`` (default: all), named by their index in ``history``, as
+    seen at time ``until`` (``History.select``: later calls left out, later responses unseen)."""
+    indices = [
+        index
+        for index in sorted(range(len(history.operations)) if only is None else only)
+        if until is None or history.operations[index].invoked <= until
+    ]
+    chosen = list(zip(indices, history.select(indices, until).operations, strict=True))
     times = sorted(
         {op.invoked for _, op in chosen}
         | {op.returned for _, op in chosen if op.returned is not None}
     )
     column = {time: position for position, time in enumerate(times)}
-    width = max((len(f"#{index}") for index in indices), default=2) + 2
+    width = max((len(f"#{index}") for index in indices), default=2) + 3  # "[#12] "
     length = (len(times) + 1) * width
     lanes: dict[int, list[str]] = {}
     for index, op in chosen:
         lane = lanes.setdefault(op.client, [" "] * length)
         start = column[op.invoked] * width
-        end = length - 1 if op.returned is None else column[op.returned] * width + width - 1
+        end = length - 1 if op.returned is None else column[op.returned] * width + width - 2
         lane[start : end + 1] = "-" * (end + 1 - start)
         label = f"[#{index}"
         lane[start : start + len(label)] = label
@@ -69,8 +75,9 @@ def format_verdict(
     if verdict.outcome is Outcome.UNKNOWN:
         return f"unknown: the budget of {verdict.steps} steps ran out ({size})"
     clients = {history.operations[index].client for index in verdict.counterexample}
+    seen = "" if verdict.failed_at is None else f" as seen at time {verdict.failed_at}"
     return (
         f"not linearizable ({size}); no order of these {len(verdict.counterexample)} "
-        f"operations of {len(clients)} client(s) gives the observed results:\n"
-        + timeline(history, verdict.counterexample, describe=describe)
+        f"operations of {len(clients)} client(s){seen} gives the observed results:\n"
+        + timeline(history, verdict.counterexample, until=verdict.failed_at, describe=describe)
     )
