@@ -13,6 +13,7 @@ the functions the caller passes (JSON values by default).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar, cast
@@ -69,18 +70,19 @@ class History(Generic[OpT, ResultT]):
     operations: tuple[Operation[OpT, ResultT], ...]
 
     def __attrs_post_init__(self) -> None:
-        last: dict[int, tuple[int, Operation[OpT, ResultT]]] = {}
+        lanes: dict[int, list[int]] = {}
         for index, operation in enumerate(self.operations):
-            previous = last.get(operation.client)
-            if previous is not None:
-                before, earlier = previous
-                if earlier.returned is None or operation.invoked <= earlier.returned:
+            lanes.setdefault(operation.client, []).append(index)
+        for client, lane in lanes.items():
+            lane.sort(key=lambda index: self.operations[index].invoked)
+            for before, index in itertools.pairwise(lane):
+                earlier, later = self.operations[before], self.operations[index]
+                if earlier.returned is None or later.invoked <= earlier.returned:
                     raise MisuseError(
-                        f"operations[{index}] of client {operation.client} is invoked at "
-                        f"{operation.invoked}, before operations[{before}] of the same client "
+                        f"operations[{index}] of client {client} is invoked at "
+                        f"{later.invoked}, before operations[{before}] of the same client "
                         f"returned (at {earlier.returned}): a client calls one at a time"
                     )
-            last[operation.client] = (index, operation)
 
     @property
     def clients(self) -> tuple[int, ...]:
