@@ -92,27 +92,62 @@ def assert_witness(spec: Spec, checked: History[Op, Any], verdict: Verdict) -> N
             assert result == operation.result, (index, operation)
 
 
+def brute_force(
+    spec: Spec, checked: History[Op, Any], free: frozenset[int] = frozenset()
+) -> set[Any]:
+    """An independent oracle: every order of the operations that respects real time, pending
+    ones optional, in which the spec gives every observed result except those at ``free``;
+    returns the results the ``free`` ones get, one sorted tuple of (index, result) per way
+    (so ``{()}`` means linearizable, ``set()`` not)."""
+    ops = checked.operations
+    ways: set[Any] = set()
+
+    def extend(done: tuple[int, ...], state: Any, got: tuple[tuple[int, Any], ...]) -> None:
+        if all(i in done or op.pending for i, op in enumerate(ops)):
+            ways.add(tuple(sorted(got)))
+        for i, op in enumerate(ops):
+            blocked = any(
+                j not in done and other.returned is not None and other.returned < op.invoked
+                for j, other in enumerate(ops)
+            )
+            if i in done or blocked:
+                continue
+            after, result = spec.step(state, op.op)
+            if i in free:
+                extend((*done, i), after, (*got, (i, result)))
+            elif op.pending or result == op.result:
+                extend((*done, i), after, got)
+
+    extend((), spec.initial, ())
+    return ways
+
+
 def assert_shrunk(spec: Spec, checked: History[Op, Any], verdict: Verdict) -> None:
-    """The counterexample fails as seen at ``failed_at`` and at no earlier response; without
-    any one of its operations it passes there, or fails earlier (a different failure)."""
+    """The counterexample fails as seen at ``failed_at`` and not before; ``possible`` is what
+    the operations responding then could have returned; without any one of its operations
+    the possible results differ (checked by brute force on small counterexamples)."""
     assert verdict.outcome is Outcome.NOT_LINEARIZABLE
     kept, until = verdict.counterexample, verdict.failed_at
     assert until is not None
-    assert check(spec, checked.select(kept, until)).outcome is Outcome.NOT_LINEARIZABLE
-    earlier = [op.returned for op in checked.select(kept).operations if op.returned is not None]
-    earlier = [time for time in earlier if time < until]
-    if earlier:
-        at = max(earlier)
-        assert check(spec, checked.select(kept, at)).outcome is Outcome.LINEARIZABLE
+    seen = checked.select(kept, until)
+    assert check(spec, seen).outcome is Outcome.NOT_LINEARIZABLE
+    names = sorted(kept)
+    at_fault = frozenset(j for j, op in enumerate(seen.operations) if op.returned == until)
+    assert at_fault
+
+    def possible(sub: History[Op, Any], order: list[int]) -> set[Any]:
+        free = frozenset(j for j, op in enumerate(sub.operations) if op.returned == until)
+        ways = brute_force(spec, sub, free)
+        return {tuple((order[j], result) for j, result in way) for way in ways}
+
+    if len(kept) > 6:
+        return
+    assert possible(seen, names) == set(verdict.possible) != set()
+    observed = tuple((names[j], seen.operations[j].result) for j in sorted(at_fault))
+    assert observed not in set(verdict.possible)
     for dropped in kept:
-        rest = [i for i in kept if i != dropped]
-        if check(spec, checked.select(rest, until)).outcome is Outcome.NOT_LINEARIZABLE:
-            sooner = [op.returned for op in checked.select(rest, until).operations]
-            assert any(
-                check(spec, checked.select(rest, time)).outcome is Outcome.NOT_LINEARIZABLE
-                for time in sooner
-                if time is not None and time < until
-            ), dropped
+        rest = [i for i in names if i != dropped]
+        assert possible(checked.select(rest, until), rest) != set(verdict.possible), dropped
 
 
 def verdict_of(spec: Spec, checked: History[Op, Any], **options: Any) -> Verdict:
@@ -154,7 +189,8 @@ def test_read_of_a_value_never_written_is_rejected() -> None:
     h = history((0, 0, 5, ("write", 1), None), (1, 1, 6, ("read",), 7))
     verdict = verdict_of(REGISTER, h)
     assert verdict.outcome is Outcome.NOT_LINEARIZABLE
-    assert verdict.counterexample == (1,)  # the read alone already fails
+    assert verdict.counterexample == (0, 1)
+    assert set(verdict.possible) == {((1, 0),), ((1, 1),)}  # the read could see 0 or 1
 
 
 def test_reads_cannot_go_back_in_time() -> None:
@@ -288,8 +324,8 @@ def test_a_shared_operation_turns_partitioning_off() -> None:
 
 
 def _long_register_history(stale_at: int) -> History[Op, Any]:
-    """Client 0 writes 0, 2, 4, ...; client 1 reads each; one read returns a value never
-    written (one less than the last write)."""
+    """Client 0 writes 0, 2, 4, ...; client 1 reads each; one read returns the value
+    written before the last write."""
     rows: list[tuple[int, float, float | None, Op, Any]] = []
     value = 0
     for i in range(40):
@@ -298,15 +334,18 @@ def _long_register_history(stale_at: int) -> History[Op, Any]:
             value = i
             rows.append((0, t, t + 1, ("write", value), None))
         else:
-            rows.append((1, t, t + 1, ("read",), value - 1 if i == stale_at else value))
+            rows.append((1, t, t + 1, ("read",), value - 2 if i == stale_at else value))
     return history(*rows)
 
 
-def test_shrinking_finds_the_operation_at_fault() -> None:
+def test_shrinking_keeps_the_operations_at_fault() -> None:
+    """Not the stale read alone: without write(20), the read could return only 18, the value
+    it returned; shrinking keeps what the read could have returned (20) unchanged."""
     h = _long_register_history(stale_at=21)
     verdict = verdict_of(REGISTER, h)
     assert verdict.outcome is Outcome.NOT_LINEARIZABLE
-    assert (verdict.counterexample, verdict.failed_at) == ((21,), 85)
+    assert (verdict.counterexample, verdict.failed_at) == ((20, 21), 85)
+    assert verdict.possible == (((21, 20),),)
     whole = verdict_of(REGISTER, h, shrink=False)
     assert whole.counterexample == tuple(range(40))
 
@@ -318,7 +357,7 @@ def test_the_counterexample_is_cut_at_the_failure_and_one_minimal() -> None:
         (0, 2, 3, ("remove", 1), True),
         (1, 2, 3, ("contains", 2), True),
         (0, 4, 5, ("contains", 1), True),  # after the remove: wrong
-        (1, 4, 5, ("contains", 2), True),
+        (1, 4, 6, ("contains", 2), True),
     )
     verdict = verdict_of(SET, h)  # checks the shrinking's contract (assert_shrunk)
     assert (verdict.counterexample, verdict.failed_at) == ((0, 2, 4), 5)
@@ -443,10 +482,12 @@ def test_format_verdict_shows_the_counterexample() -> None:
     h = _long_register_history(stale_at=21)
     report = format_verdict(check(REGISTER, h), h)
     assert report.splitlines() == [
-        "not linearizable (40 operations, 1 partition(s)); no order of these 1 operations "
-        "of 1 client(s) as seen at time 85 gives the observed results:",
-        "client 1 |[#21------]",
-        "  #21 client 1 [84, 85]: ('read',) -> 19",
+        "not linearizable (40 operations, 1 partition(s)); no order of these 2 operations "
+        "of 2 client(s) as seen at time 85 gives the observed results; possible: #21 -> 20:",
+        "client 0 |[#20------]",
+        "client 1 |            [#21------]",
+        "  #20 client 0 [80, 81]: ('write', 20) -> None",
+        "  #21 client 1 [84, 85]: ('read',) -> 18",
     ]
     stale = history(
         (0, 0, 1, ("write", 1), None),
@@ -455,12 +496,15 @@ def test_format_verdict_shows_the_counterexample() -> None:
         (2, 7, 8, ("write", 5), None),
     )
     assert format_verdict(check(REGISTER, stale), stale).splitlines() == [
-        "not linearizable (4 operations, 1 partition(s)); no order of these 2 operations "
-        "of 2 client(s) as seen at time 3 gives the observed results:",
-        "client 0 |[#0-----]",
-        "client 1 |          [#1-----]",
+        "not linearizable (4 operations, 1 partition(s)); no order of these 3 operations "
+        "of 3 client(s) as seen at time 3 gives the observed results; possible: #1 -> 2 or "
+        "#1 -> 1:",
+        "client 0 |[#0----------]",
+        "client 1 |               [#1-----]",
+        "client 2 |     [#2--------------------->",
         "  #0 client 0 [0, 1]: ('write', 1) -> None",
         "  #1 client 1 [2, 3]: ('read',) -> 0",
+        "  #2 client 2 [0.5, pending]: ('write', 2) no response",
     ]
     ok = history((0, 0, 1, ("write", 1), None))
     assert format_verdict(check(REGISTER, ok), ok) == (

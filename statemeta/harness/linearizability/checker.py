@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import attrs
 
@@ -31,6 +31,9 @@ __all__ = ["DEFAULT_BUDGET", "Outcome", "SequentialSpec", "Verdict", "check"]
 StateT = TypeVar("StateT")
 OpT = TypeVar("OpT")
 ResultT = TypeVar("ResultT")
+
+Freed = tuple[tuple[int, Any], ...]
+"""Results that operations whose result is not compared got in one linearization."""
 
 DEFAULT_BUDGET = 1_000_000
 """Spec steps a check may spend deciding (and, separately, shrinking a failure)."""
@@ -82,6 +85,9 @@ class Verdict:
     failed_at: float | None = None
     """When shrunk: the counterexample fails as seen at this time (``History.select``'s
     ``until``: operations returning later count as pending), and not at any earlier one."""
+    possible: tuple[Freed, ...] = ()
+    """When shrunk: what the operations responding at ``failed_at`` could have returned, one
+    entry per way ((operation, result) pairs, by operation); none is what they returned."""
     steps: int = 0
     """Spec steps spent deciding (shrinking not counted)."""
     partitions: int = 1
@@ -120,13 +126,14 @@ def check(
         return Verdict(Outcome.UNKNOWN, steps=budget, partitions=len(groups))
     steps = budget - counter.left
     if failing is not None:
-        smallest, until = (
-            _shrink(spec, history, failing, budget, memoise) if shrink else (failing, None)
+        smallest, until, possible = (
+            _shrink(spec, history, failing, budget, memoise) if shrink else (failing, None, ())
         )
         return Verdict(
             Outcome.NOT_LINEARIZABLE,
             counterexample=tuple(smallest),
             failed_at=until,
+            possible=possible,
             steps=steps,
             partitions=len(groups),
         )
@@ -173,8 +180,15 @@ def _search(
     operations: Sequence[Operation[OpT, ResultT]],
     counter: _Budget,
     memoise: bool,
+    free: frozenset[int] = frozenset(),
+    possible: list[Freed] | None = None,
 ) -> list[int] | None:
-    """A linearization of ``operations`` (their indices, in order), or None if none exists."""
+    """A linearization of ``operations`` (their indices, in order), or None if none exists.
+
+    The operations at ``free`` must take effect but their results are not compared. With
+    ``possible``, the search goes on past each linearization and adds to ``possible`` the
+    results the free operations get in it (each distinct list once), and returns None.
+    """
     events = sorted(
         [(operation.invoked, 0, i) for i, operation in enumerate(operations)]
         + [
@@ -212,46 +226,63 @@ def _search(
         prv[nxt[call]] = call
 
     step, key = spec.step, spec.key
-    seen: set[tuple[int, Hashable]] = set()
-    state, lifted = spec.initial, 0
+    seen: set[tuple[int, Hashable, tuple[int, ...]]] = set()
+    distinct: list[Any] = []  # the free operations' results seen, numbered for memo keys
+    state, lifted, freed = spec.initial, 0, cast(Freed, ())
     remaining = sum(1 for operation in operations if not operation.pending)
-    stack: list[tuple[int, StateT, int]] = []  # (lifted call node, state before it, lifted before)
+    stack: list[tuple[int, StateT, int, Freed]] = []  # a lifted call node, what was before it
     entry = nxt[0]
     left = counter.left
-    while remaining:
-        if is_call[entry]:
-            i = op_of[entry]
-            operation = operations[i]
-            if left == 0:
-                counter.left = 0
-                raise _Exhausted
-            left -= 1
-            after, result = step(state, operation.op)
-            if operation.returned is not None and result != operation.result:
-                entry = nxt[entry]
-                continue
-            now = lifted | (1 << i)
-            if memoise:
-                memo = (now, key(after))
-                if memo in seen:
-                    entry = nxt[entry]
-                    continue
-                seen.add(memo)
-            stack.append((entry, state, lifted))
-            state, lifted = after, now
-            lift(entry)
-            remaining -= operation.returned is not None
-            entry = nxt[0]
-        else:  # a return: its operation had to take effect by now, and none can
+    while True:
+        if not remaining and possible is None:
+            counter.left = left
+            return [op_of[node] for node, *_ in stack]
+        if not remaining and possible is not None and freed not in possible:
+            possible.append(freed)
+        if not remaining or not is_call[entry]:  # a return: its operation had to be lifted
             if not stack:
                 counter.left = left
                 return None
-            entry, state, lifted = stack.pop()
+            entry, state, lifted, freed = stack.pop()
             unlift(entry)
             remaining += operations[op_of[entry]].returned is not None
             entry = nxt[entry]
-    counter.left = left
-    return [op_of[node] for node, _, _ in stack]
+            continue
+        i = op_of[entry]
+        operation = operations[i]
+        if left == 0:
+            counter.left = 0
+            raise _Exhausted
+        left -= 1
+        after, result = step(state, operation.op)
+        now_freed = freed
+        if i in free:
+            now_freed = (*freed, (i, result))
+        elif operation.returned is not None and result != operation.result:
+            entry = nxt[entry]
+            continue
+        now = lifted | (1 << i)
+        if memoise:
+            memo = (now, key(after), _numbers(now_freed, distinct) if free else ())
+            if memo in seen:
+                entry = nxt[entry]
+                continue
+            seen.add(memo)
+        stack.append((entry, state, lifted, freed))
+        state, lifted, freed = after, now, now_freed
+        lift(entry)
+        remaining -= operation.returned is not None
+        entry = nxt[0]
+
+
+def _numbers(freed: Freed, distinct: list[Any]) -> tuple[int, ...]:
+    """The free results as numbers (results need not be hashable; equal ones share one)."""
+    numbers = []
+    for _, result in freed:
+        if result not in distinct:
+            distinct.append(result)
+        numbers.append(distinct.index(result))
+    return tuple(numbers)
 
 
 def _merge(history: History[OpT, ResultT], orders: list[list[int]]) -> tuple[int, ...]:
@@ -276,30 +307,36 @@ def _shrink(
     failing: list[int],
     budget: int,
     memoise: bool,
-) -> tuple[list[int], float | None]:
-    """A small failing sub-history and the time at which it fails (docs/linearizability.md).
+) -> tuple[list[int], float | None, tuple[Freed, ...]]:
+    """A small failing sub-history, the time at which it fails, what could have been seen then.
 
     First the earliest response time T at which the failing partition, seen at T, fails (the
-    failures are monotone in T: binary search); then operations are deleted (halves,
-    quarters, ..., then one at a time until none can go) as long as what remains, seen at T,
-    still fails and first fails at T. Stops early, with what it has, if ``budget`` runs out.
+    failures are monotone in T: binary search). The operations responding at T are the ones
+    at fault; the results they could have had (over every linearization of the rest) are the
+    *possible* results. Then operations are deleted (halves, quarters, ..., then one at a time
+    until none can go) as long as the possible results stay the same: what remains fails for
+    the same reason (docs/linearizability.md). Stops early, with what it has, if ``budget``
+    runs out.
     """
     counter = _Budget(budget)
 
-    def fails(indices: list[int], until: float | None) -> bool:
+    def fails(indices: list[int], until: float) -> bool:
         sub = history.select(indices, until)
         return _decide(spec, sub, _groups(spec, sub), counter, memoise)[1] is not None
 
-    def returns(indices: list[int]) -> list[float]:
-        times = {history.operations[i].returned for i in indices}
-        return sorted(time for time in times if time is not None)
+    def possible(indices: list[int], until: float) -> list[Freed]:
+        sub = history.select(indices, until)
+        at_fault = frozenset(j for j, op in enumerate(sub.operations) if op.returned == until)
+        found: list[Freed] = []
+        _search(spec, sub.operations, counter, memoise, at_fault, found)
+        names = sorted(indices)  # the sub-history's operations, in its order
+        return [tuple(sorted((names[j], result) for j, result in freed)) for freed in found]
 
-    def first_fails_at(indices: list[int], until: float) -> bool:
-        earlier = [time for time in returns(indices) if time < until]
-        return fails(indices, until) and not (earlier and fails(indices, earlier[-1]))
-
-    times = returns(failing)
+    times = sorted({t for t in (history.operations[i].returned for i in failing) if t is not None})
+    if not times:  # only pending operations: cannot fail
+        return failing, None, ()
     low, high = 0, len(times) - 1
+    target: list[Freed] = []
     try:
         while low < high:
             middle = (low + high) // 2
@@ -307,25 +344,24 @@ def _shrink(
                 high = middle
             else:
                 low = middle + 1
-    except _Exhausted:
-        pass
-    if not times:  # only pending operations cannot fail
-        return failing, None
-    until = times[high]
-    kept = [i for i in failing if history.operations[i].invoked <= until]
-    chunk = max(len(kept) // 2, 1)
-    try:
+        until = times[high]
+        kept = [i for i in failing if history.operations[i].invoked <= until]
+        target = possible(kept, until)
+        chunk = max(len(kept) // 2, 1)
         while True:
             removed = False
             start = 0
             while start < len(kept):
                 trial = kept[:start] + kept[start + chunk :]
-                if trial and first_fails_at(trial, until):
+                found = possible(trial, until) if trial else []
+                if len(found) == len(target) and all(way in target for way in found):
                     kept, removed = trial, True
                 else:
                     start += chunk
             if chunk == 1 and not removed:
-                return kept, until
+                break
             chunk = max(chunk // 2, 1)
     except _Exhausted:
-        return kept, until
+        until = times[high]
+        kept = [i for i in failing if history.operations[i].invoked <= until]
+    return kept, until, tuple(target)

@@ -76,8 +76,14 @@ def format_verdict(
         return f"unknown: the budget of {verdict.steps} steps ran out ({size})"
     clients = {history.operations[index].client for index in verdict.counterexample}
     seen = "" if verdict.failed_at is None else f" as seen at time {verdict.failed_at}"
+    ways = " or ".join(
+        ", ".join(f"#{index} -> {describe(result)}" for index, result in way)
+        for way in verdict.possible
+    )
     return (
         f"not linearizable ({size}); no order of these {len(verdict.counterexample)} "
-        f"operations of {len(clients)} client(s){seen} gives the observed results:\n"
+        f"operations of {len(clients)} client(s){seen} gives the observed results"
+        + (f"; possible: {ways}" if ways else "")
+        + ":\n"
         + timeline(history, verdict.counterexample, until=verdict.failed_at, describe=describe)
     )
