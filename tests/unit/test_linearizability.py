@@ -6,6 +6,10 @@ registers partitioned by key, with a shared ``sum``) are also used by the proper
 
 from __future__ import annotations
 
+import contextlib
+import io
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -513,3 +517,17 @@ def test_format_verdict_shows_the_counterexample() -> None:
     assert format_verdict(check(REGISTER, h, budget=3), h) == (
         "unknown: the budget of 3 steps ran out (40 operations, 1 partition(s))"
     )
+
+
+def test_the_docs_example_prints_what_the_page_shows() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "linearizability.md").read_text()
+
+    def block(name: str) -> str:
+        marker = f"<!-- linearizability:{name} -->"
+        (body,) = re.findall(rf"{marker}\n```\w*\n(.*?)```\n<!-- /", page, re.S)
+        return str(body)
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(block("example"), "docs/linearizability.md", "exec"), {})
+    assert printed.getvalue() == block("example-output")
