@@ -391,6 +391,17 @@ def test_memoisation_prunes_the_search() -> None:
     assert with_memo.steps * 10 < without.steps
 
 
+def test_memoisation_tells_states_apart() -> None:
+    """Both writes done, in either order, is one set of operations but two states: only the
+    order write(1), write(2) explains the read, and the search tries the other first."""
+    h = history(
+        (0, 0, 10, ("write", 2), None),
+        (1, 1, 10, ("write", 1), None),
+        (2, 11, 12, ("read",), 2),
+    )
+    assert verdict_of(REGISTER, h).witness == (1, 0, 2)
+
+
 # -- the history's JSON form and its checks ------------------------------------------------------
 
 
