@@ -23,8 +23,8 @@ from tests.unit.test_linearizability import (
     Op,
     Spec,
     assert_shrunk,
-    brute_force,
     assert_witness,
+    brute_force,
 )
 
 VALUES = st.integers(0, 2)
