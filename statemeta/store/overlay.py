@@ -231,6 +231,16 @@ class OverlayStore(ABC, Generic[Handle]):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def _adopt_transaction(self, other: OverlayStore[Handle]) -> None:
+        """Open the tables ``other`` has open and copy its open write sets (a backend's copy
+        of a store calls it on the new store)."""
+        for name, table in other._tables.items():
+            self.table(name, table.key_len)
+        for name, table in other._tables.items():
+            writes = table._writes
+            self._tables[name]._writes = None if writes is None else dict(writes)
+        self._in_transaction = other._in_transaction
+
     # -- shared by the tables and the backends ---------------------------------------------
 
     def _end_transaction(self) -> None:
