@@ -46,10 +46,12 @@ from statemeta.codec import (
 from statemeta.errors import StatemetaError
 from statemeta.harness.operations import TaskSlot
 from statemeta.harness.reference import ReferenceAdapter
-from statemeta.lifecycle import TaskStatus
+from statemeta.lifecycle import TaskLifecycle, TaskStatus
 from statemeta.meta import MetaState, TaskHandle, TimerKind
 from statemeta.meta.core import TASK_TABLE
 from statemeta.meta.entry import TaskEntry
+from statemeta.meta.start_round import StartInfo, StartRound
+from statemeta.meta.state import ArmedTimer, HeartbeatState, Schedule
 from statemeta.store import FaultyStore, MemoryStore
 
 StateKey = Hashable
@@ -323,3 +325,63 @@ def _handle_ref(
         return "live"
     rank = detached_rank.get(handle.incarnation)
     return _NO_HANDLE if rank is None else ("detached", rank)
+
+
+_ABSOLUTE_TIME = "absolute time: the key holds timers as delays from now, and no operation reads it"
+_COUNTS_ONLY = "counts only: no operation reads it"
+_REGISTRATION = (
+    "a registration number only names a registration: the key holds what a handle or timer "
+    "names (the live entry, a detached one by rank), not the number"
+)
+
+KEY_READS: dict[type, frozenset[str]] = {
+    MetaState: frozenset({
+        "stage", "role", "ids", "entries", "stream_count", "paused_count", "detached",
+        "removed", "loaded", "uncommitted", "start", "send_before_close", "heartbeat",
+        "schedule",
+    }),
+    TaskEntry: frozenset({
+        "task", "lifecycle", "refcount", "acquires", "trigger_held", "downstream_ready",
+        "timer_active", "drop_pending", "next_process_ver", "checkpointing_id",
+        "checkpoint_trans_id", "failed_checkpoint_id", "update_nodes",
+    }),
+    TaskLifecycle: frozenset({"status", "active", "waiting", "saved"}),
+    HeartbeatState: frozenset({"tick_counter", "timer"}),
+    StartInfo: frozenset({"round"}),
+    StartRound: frozenset({"members", "results"}),
+    Schedule: frozenset({"armed"}),
+    ArmedTimer: frozenset({"seq", "due", "kind", "task", "incarnation"}),
+}
+"""The fields of each state record the key reads (``seq`` as the timers' order)."""
+
+KEY_IGNORES: dict[type, dict[str, str]] = {
+    MetaState: {
+        "vg_id": "the explored meta's vg_id is the same in every state",
+        "next_incarnation": _REGISTRATION,
+        "hb_sent": _COUNTS_ONLY,
+        "closed": "an explored meta is open between operations (a reopen opens a new one)",
+    },
+    TaskEntry: {
+        "id": "the map key it is stored under, which the key reads (through the list)",
+        "incarnation": _REGISTRATION,
+    },
+    TaskLifecycle: {
+        "listener": "None in a meta: the meta passes its listener to each call",
+        "prev_status": "no meta operation and no meta view reads it",
+        "prev_event": "no meta operation and no meta view reads it",
+    },
+    HeartbeatState: {"started_ms": _ABSOLUTE_TIME},
+    StartInfo: {
+        "completed": _COUNTS_ONLY,
+        "superseded": _COUNTS_ONLY,
+        "last": "the last round's result: only the start-complete callback receives it",
+    },
+    StartRound: {
+        "started_ms": _ABSOLUTE_TIME,
+        "member_set": "the members, as a set",
+    },
+    Schedule: {"next_seq": "only orders timers: the key holds their order as ranks"},
+    ArmedTimer: {"chain": "only a broken variant has more chains: its timers are in the key"},
+}
+"""The fields of each state record the key leaves out, and why (tests/unit/test_state_key.py
+checks that every field is read or ignored, and perturbs each one read)."""
