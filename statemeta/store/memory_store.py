@@ -124,7 +124,7 @@ class MemoryStore(OverlayStore[MemoryTable]):
         open transaction (write sets copied). Closing or crashing one leaves the other be."""
         self._live("copy")
         new = MemoryStore(path=self._path, files=self._files.copy(), readonly=self._readonly)
-        new._adopt_transaction(self)
+        self._copy_transaction_to(new)
         return new
 
     def committed_items(self, table: str) -> tuple[Row, ...]:
