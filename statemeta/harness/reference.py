@@ -13,7 +13,6 @@ time. Table rows reached are counted in ``coverage`` (the reference only).
 
 from __future__ import annotations
 
-import copy
 import shutil
 import tempfile
 from collections import Counter
@@ -223,7 +222,8 @@ class ReferenceAdapter:
         """An independent adapter in this one's state (its meta forked over a copy of its
         memory store, on a new clock at the same time), sharing ``coverage``. Forking is
         copying data: the explorer forks each state it expands."""
-        new = copy.copy(self)
+        new = object.__new__(type(self))  # copy.copy, without its generic protocol
+        new.__dict__.update(self.__dict__)
         new._lifecycles = {name: lc.copy() for name, lc in self._lifecycles.items()}
         new._handles = {name: list(held) for name, held in self._handles.items()}
         new._given_back = dict(self._given_back)

@@ -10,7 +10,6 @@ trace check mode reads. ``copy`` copies the state and nothing that refers back t
 
 from __future__ import annotations
 
-import copy
 import functools
 from collections.abc import Callable, Sequence
 from typing import Self
@@ -107,7 +106,8 @@ class MetaRegistry:
         """A core in the same state over ``store`` (a copy of this core's store), with an
         empty outbox and trace. The configuration (codec, expand hook, lifecycle class) is
         shared; a subclass with more state copies it too."""
-        new = copy.copy(self)
+        new = object.__new__(type(self))  # copy.copy, without its generic protocol
+        new.__dict__.update(self.__dict__)
         new.store = store
         new.tasks = new._task_table(store)
         new.state = self.state.copy()
