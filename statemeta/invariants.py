@@ -6,25 +6,25 @@ implementation's view with them. ``store-mirror`` also needs the stored records,
 views: they read the ``CheckTrace`` a meta records in check mode. ``reopen`` compares a meta
 after close, open and load with the records committed before. Each function raises
 ``InvariantViolation(id, evidence)``; ``check_invariants(meta)`` runs them all.
+
+The catalogue reads views and traces (statemeta.views), never the meta itself: it sits below
+the meta in the layers (docs/architecture.md), and the meta's edge calls it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from statemeta.codec import NO_RELATED_TASK, StreamTask, TaskId, cached, decode_hb
 from statemeta.errors import DecodeError, InvariantViolation
 from statemeta.lifecycle import LIFECYCLE_ROWS, StatusChange, TaskStatus, should_stop
-from statemeta.meta.core import CheckTrace, RoleChange, SentHeartbeat
-from statemeta.meta.view import MetaView
 from statemeta.roles import ROLE_ROWS, Role
-
-if TYPE_CHECKING:
-    from statemeta.meta.core import StreamMeta
+from statemeta.views import CheckTrace, MetaView, RoleChange, SentHeartbeat
 
 __all__ = [
     "VIEW_INVARIANTS",
+    "Checked",
     "acquire_live",
     "check_invariants",
     "check_trace",
@@ -281,7 +281,17 @@ def reopen(committed_keys: Sequence[bytes], view: MetaView) -> None:
         raise _fail("reopen", f"paused_count {view.paused_count} after load")
 
 
-def check_invariants(meta: StreamMeta) -> None:
+class Checked(Protocol):
+    """What ``check_invariants`` reads of a meta (a ``StreamMeta`` is one)."""
+
+    def view(self) -> MetaView: ...
+
+    def stored_tasks(self) -> tuple[tuple[bytes, StreamTask | None], ...]: ...
+
+    def take_trace(self) -> CheckTrace: ...
+
+
+def check_invariants(meta: Checked) -> None:
     """Every invariant on ``meta`` now, and on what it recorded since the last check."""
     view = meta.view()
     check_view(view)

@@ -36,13 +36,17 @@ one place below): a repeated PAUSE / HALT overwrites what resume restores (L1); 
 with one saved status instead of popping a stack (L2); the queue's head fires but its last
 entry is removed (L3); STOP, DROPPING and UNINIT keep the queue (L4); reset keeps ``prev`` (L6);
 ``prev`` starts as READY (L8).
+
+A lifecycle is plain data (``copy`` is cheap). Its owner either keeps a ``listener`` on it, or
+passes one to each call (``handle(event, listener=...)``): the meta does the latter, so that
+none of its lifecycles holds a reference back to it and copying a meta is copying data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
-from typing import Literal
+from typing import Literal, Self
 
 import attrs
 from transitions import Event, EventData, Machine, State, Transition
@@ -203,8 +207,17 @@ class TaskLifecycle:
     def _initial_prev(self) -> TaskStatus | None:
         return TaskStatus.READY if self.profile.seed(Switch.PREV_STARTS_READY) else None
 
-    def handle(self, event: TaskEvent) -> Outcome:
-        """streamTaskHandleEvent: apply, start, queue or reject ``event``."""
+    def copy(self) -> Self:
+        """An independent copy (every field is an immutable value: a shallow copy)."""
+        new = object.__new__(type(self))
+        for name in _FIELDS:
+            object.__setattr__(new, name, getattr(self, name))
+        return new
+
+    def handle(self, event: TaskEvent, *, listener: Listener | None = None) -> Outcome:
+        """streamTaskHandleEvent: apply, start, queue or reject ``event``.
+
+        ``listener`` (and the lifecycle's own) hears each change this call makes."""
         row = _ROWS.get((self.status, event))
         if row is None:
             return Outcome.REJECTED
@@ -215,20 +228,20 @@ class TaskLifecycle:
         if row.attach is not None:
             self.waiting = (*self.waiting, (row.attach, event))
             return Outcome.PENDING
-        self._apply(_STEPS[self.status, event], "event")
-        self._fire_waiting()
+        self._apply(_STEPS[self.status, event], "event", listener)
+        self._fire_waiting(listener)
         return Outcome.APPLIED
 
-    def complete(self, event: TaskEvent) -> Outcome:
+    def complete(self, event: TaskEvent, *, listener: Listener | None = None) -> Outcome:
         """streamTaskOnHandleEventSuccess: finish the started two-phase ``event``."""
         if self.active is None or self.active != event:
             return Outcome.REJECTED
         self.active = None
-        self._apply(_STEPS[self.status, event], "complete")
-        self._fire_waiting()
+        self._apply(_STEPS[self.status, event], "complete", listener)
+        self._fire_waiting(listener)
         return Outcome.APPLIED
 
-    def resume(self) -> Outcome:
+    def resume(self, *, listener: Listener | None = None) -> Outcome:
         """streamTaskRestoreStatus: back to the status saved on entering PAUSE or HALT."""
         old = self.status
         if old not in _RESUMABLE:
@@ -238,22 +251,22 @@ class TaskLifecycle:
             self.saved = (old,) if self.status in _RESUMABLE else ()
         else:
             self.saved = tuple(outer)
-        self._record(old, None, None, "resume")
-        self._fire_waiting()
+        self._record(old, None, None, "resume", listener)
+        self._fire_waiting(listener)
         return Outcome.APPLIED
 
-    def reset(self) -> None:
+    def reset(self, *, listener: Listener | None = None) -> None:
         """streamTaskResetStatus: back to UNINIT, nothing active, waiting or saved."""
-        self._force(TaskStatus.UNINIT, "reset")
+        self._force(TaskStatus.UNINIT, "reset", listener)
 
-    def set_ready(self) -> Outcome:
+    def set_ready(self, *, listener: Listener | None = None) -> Outcome:
         """streamTaskSetStatusReady: force READY (refused while dropping)."""
         if self.status in LIFECYCLE.set_ready_refused:
             return Outcome.REJECTED
-        self._force(TaskStatus.READY, "set_ready")
+        self._force(TaskStatus.READY, "set_ready", listener)
         return Outcome.APPLIED
 
-    def _force(self, new: TaskStatus, cause: Cause) -> None:
+    def _force(self, new: TaskStatus, cause: Cause, listener: Listener | None) -> None:
         """A direct setter: bypasses the table and forgets every transition in progress."""
         old = self.status
         kept = (self.prev_status, self.prev_event)
@@ -261,11 +274,11 @@ class TaskLifecycle:
         self.active = None
         self.waiting = ()
         self.saved = ()
-        self._record(old, None, None, cause)
+        self._record(old, None, None, cause, listener)
         if cause == "reset" and self.profile.seed(Switch.RESET_KEEPS_PREV):  # L6
             self.prev_status, self.prev_event = kept
 
-    def _apply(self, step: _Step, cause: Cause) -> None:
+    def _apply(self, step: _Step, cause: Cause, listener: Listener | None) -> None:
         """Executes one row on the shared machine (which sets ``status``), then records it."""
         old = self.status
         data = EventData(step.source, step.trigger, LIFECYCLE_MACHINE, self, (), {})
@@ -278,30 +291,44 @@ class TaskLifecycle:
                 self.saved = (old,)
             else:
                 self.saved = (*self.saved, old)
-        self._record(old, step.row.event, step.row, cause)
+        self._record(old, step.row.event, step.row, cause, listener)
 
     def _record(
-        self, old: TaskStatus, event: TaskEvent | None, row: TransitionRow | None, cause: Cause
+        self,
+        old: TaskStatus,
+        event: TaskEvent | None,
+        row: TransitionRow | None,
+        cause: Cause,
+        listener: Listener | None,
     ) -> None:
-        """Every change ends here: prev, the dropped waiting events, the listener."""
+        """Every change ends here: prev, the dropped waiting events, the listeners."""
         self.prev_status = old
         self.prev_event = event
         if self.status in _DROPS_WAITING and not self.profile.seed(Switch.WAITING_KEPT_ON_STOP):
             self.waiting = ()  # L4
+        if self.listener is None and listener is None:
+            return
+        change = StatusChange(old, self.status, event, row, cause)
         if self.listener is not None:
-            self.listener(self, StatusChange(old, self.status, event, row, cause))
+            self.listener(self, change)
+        if listener is not None:
+            listener(self, change)
 
-    def _fire_waiting(self) -> None:
+    def _fire_waiting(self, listener: Listener | None) -> None:
         """Fires queued events while ``_next_waiting`` names one."""
         while (index := self._next_waiting()) is not None:
             status, event = self.waiting[index]
             if self.profile.seed(Switch.WAITING_POPS_LAST):  # L3: taosArrayPop removes the last
                 index = len(self.waiting) - 1
             self.waiting = self.waiting[:index] + self.waiting[index + 1 :]
-            self._apply(_STEPS[status, event], "waiting")
+            self._apply(_STEPS[status, event], "waiting", listener)
 
     def _next_waiting(self) -> int | None:
         """The queued event to fire now: the oldest, once its required status holds (FIFO)."""
         if self.waiting and self.waiting[0][0] == self.status:
             return 0
         return None
+
+
+_FIELDS = tuple(a.name for a in attrs.fields(TaskLifecycle))
+"""Every field of a lifecycle, which ``copy`` copies."""

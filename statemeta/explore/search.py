@@ -10,13 +10,14 @@ explorer checks the state invariants once per distinct state (their verdict is a
 the key: docs/formal-checking.md) and the ``reopen`` invariant after each close or crash and
 reopen.
 
-Each state is expanded once, on copies of its adapters made from one plan (fork.py); a
-successor whose canonical key (state.py) was seen before is dropped, and an operation on a
-twin slot is not run (its successor mirrors the earlier slot's). Levels are explored in order,
-so the first failure found is at the least depth: the counterexample is a shortest one. Its
-results are recomputed by replaying it on fresh adapters that check everything after every
-operation, which also checks that it fails again. Large levels may be expanded by worker
-processes; the parent merges what they found in the serial order.
+Each state is expanded once, each operation on a fork of its adapters (a copy of plain
+data: ``ReferenceAdapter.fork``); a successor whose canonical key (state.py) was seen before
+is dropped, and an operation on a twin slot is not run (its successor mirrors the earlier
+slot's). Levels are explored in order, so the first failure found is at the least depth: the
+counterexample is a shortest one. Its results are recomputed by replaying it on fresh adapters
+that check everything after every operation, which also checks that it fails again. Large
+levels may be expanded by worker processes; the parent merges what they found in the serial
+order.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ import attrs
 from statemeta.codec import decode_task, decode_task_key
 from statemeta.errors import InvariantViolation, StatemetaError
 from statemeta.explore.bounds import BUDGETED, Bounds
-from statemeta.explore.fork import ForkPlan
 from statemeta.explore.state import StateAbstraction
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import Op
@@ -43,7 +43,7 @@ from statemeta.invariants import check_view, reopen, store_mirror
 from statemeta.lifecycle import TaskStatus
 from statemeta.meta.core import TASK_TABLE
 from statemeta.roles import Role, RoleEvent, role_row
-from statemeta.store import FaultyStore, MemoryState, MemoryStore, Store
+from statemeta.store import MemoryStore
 from statemeta.tables import TransitionRow
 
 Budgets = tuple[tuple[str, int], ...]
@@ -181,8 +181,8 @@ class _Level:
 
     abstraction: StateAbstraction
     alphabet: _Alphabet
-    root: ForkPlan[System]
-    """How to copy the empty meta's adapters (a rebuilt path starts from a copy)."""
+    root: System
+    """The empty meta's adapters (a rebuilt path starts from a fork of them)."""
     coverage: Coverage
     parents: dict[Hashable, tuple[Hashable, Op] | None]
     frontier: list[_Visit]
@@ -228,7 +228,6 @@ def explore(
     has_child: set[Hashable] = set()
     stats = Stats()
     frontier = [_Visit(root_key, budgets, root_twins, root)]
-    root_plan = ForkPlan(root, share=(coverage,))
     found: Counterexample | None = None
     try:
         _check_state(root)
@@ -237,7 +236,7 @@ def explore(
         frontier = []
     for depth in range(bounds.max_depth):
         level = _Level(
-            abstraction, alphabet, root_plan, coverage, parents, frontier,
+            abstraction, alphabet, root, coverage, parents, frontier,
             keep_systems=depth + 1 < bounds.max_depth,
         )
         if workers > 1 and len(frontier) >= PARALLEL_MIN_STATES:
@@ -356,7 +355,7 @@ def _rebuild(level: _Level, visit: _Visit) -> System:
     (the coverage counts the path once, when it was found)."""
     coverage = level.coverage
     counted = coverage.lifecycle_rows.copy(), coverage.role_rows.copy()
-    system = level.root.make()
+    system = _fork(level.root)
     for op in _path(level.parents, visit.key):
         _step(system, op, [])
     coverage.lifecycle_rows, coverage.role_rows = counted
@@ -376,11 +375,9 @@ def _expand(
     seen: set[Hashable] = set()
     abstraction = level.abstraction
     parents = level.parents
-    share = (level.coverage,)
     for position in positions:
         visit = level.frontier[position]
         system = visit.system if visit.system is not None else _rebuild(level, visit)
-        plan: ForkPlan[System] | None = None
         work: System | None = None
         for op_index, (op, budget, slot) in enumerate(level.alphabet):
             if slot in visit.twins:
@@ -392,9 +389,7 @@ def _expand(
             if child_left is None:
                 continue
             if work is None:
-                if plan is None:
-                    plan = ForkPlan(system, share=share)
-                work = plan.make()
+                work = _fork(system)
             try:
                 _step(work, op, [])
             except _Failure as failure:
@@ -422,9 +417,7 @@ def _expand(
 
 
 class ForkableReference(ReferenceAdapter):
-    """The reference adapter on a private memory store per instance, so that a fork of it is
-    independent: a reopen opens a new store over the committed state kept here, not the
-    process-wide registry entry of its path, which every fork would share.
+    """The reference adapter (memory backend: private stores, so forks are independent).
 
     With ``deferred_state_checks`` its meta's operations end with the trace invariants only:
     the search checks the state invariants once per distinct state (``_check_state``)."""
@@ -435,20 +428,9 @@ class ForkableReference(ReferenceAdapter):
         super()._open()
         self.meta.check_state = not self.deferred_state_checks
 
-    def start(self, level: int) -> None:
-        self._committed = MemoryState()
-        super().start(level)
 
-    def _reopen(self, *, crash: bool) -> object:
-        inner = self.store.inner
-        assert isinstance(inner, MemoryStore)
-        self._committed = inner.committed_state()
-        return super()._reopen(crash=crash)
-
-    def _store_factory(self, path: str) -> Store:
-        del path
-        self._store = FaultyStore(MemoryStore(self._committed))
-        return self._store
+def _fork(system: System) -> System:
+    return [adapter.fork() for adapter in system]
 
 
 def _start(level: int, variant: str | None, *, deferred: bool = False) -> System:

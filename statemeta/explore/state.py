@@ -14,8 +14,11 @@ invariants and store-mirror), even what the reference never produces (a mapped i
 the list, a record stored under another task's key): their verdict is a function of the key,
 so the explorer checks each distinct state once (docs/formal-checking.md).
 
-The key is read straight from the meta's fields (no ``MetaView``, no JSON): it is computed
-after every transition.
+The key is read from the meta's public state (``StreamMeta.state``: plain data, no
+``MetaView``, no JSON), the adapter's handles and the store's public snapshot (its committed
+rows, the open transaction's view, ``armed_faults``): it is computed after every transition.
+``KEY_FIELDS`` lists every field of the state records with what the key makes of it (read, or
+ignored and why); a test checks it against the records' fields and perturbs each one read.
 
 Symmetry: slots whose records are equal except for their ids, and that no other record names,
 are interchangeable (``symmetry_classes``). Each slot gets a signature of its own state in which
@@ -43,11 +46,13 @@ from statemeta.codec import (
 from statemeta.errors import StatemetaError
 from statemeta.harness.operations import TaskSlot
 from statemeta.harness.reference import ReferenceAdapter
-from statemeta.lifecycle import TaskStatus
-from statemeta.meta import StreamMeta, TaskHandle, VirtualClock
+from statemeta.lifecycle import TaskLifecycle, TaskStatus
+from statemeta.meta import MetaState, TaskHandle, TimerKind
 from statemeta.meta.core import TASK_TABLE
 from statemeta.meta.entry import TaskEntry
-from statemeta.store import FAULT_OPS, FaultyStore, MemoryStore
+from statemeta.meta.start_round import StartInfo, StartRound
+from statemeta.meta.state import ArmedTimer, HeartbeatState, Schedule
+from statemeta.store import FaultyStore, MemoryStore
 
 StateKey = Hashable
 
@@ -160,17 +165,24 @@ class StateAbstraction:
         its class. Swapping the two leaves the state as it is, so an operation on the twin
         leads to a relabelling of what the same operation on the earlier slot leads to."""
         meta = adapter.meta
+        state = meta.state  # the meta's public state (statemeta.meta.state), read only
         store = adapter.store
-        clock = adapter.clock
-        now = clock.now_ms()
-        ranks, timers = _live_timers(clock, now)
+        now = adapter.clock.now_ms()
+        timers = state.schedule.in_firing_order()
+        ranks = {t.seq: rank for rank, t in enumerate(timers)}
+        triggers: dict[int, tuple[int, int]] = {}
+        task_timers: dict[int, list[tuple[int, int, int]]] = {}
+        for t in timers:
+            if t.kind is TimerKind.TRIGGER:
+                triggers[t.incarnation] = (t.due - now, ranks[t.seq])
+            elif t.kind is TimerKind.TASK:
+                task_timers.setdefault(t.incarnation, []).append((t.seq, t.due - now, ranks[t.seq]))
         sigs: list[list[Any]] = [[] for _ in self._slots]
         index = self._index
         ids = self._ids
         record = self._interner.record
-        # read only, below: the meta's fields that its view and its operations read
-        entries: dict[TaskId, TaskEntry] = meta._map
-        listed: list[TaskId] = meta._list
+        entries = state.entries
+        listed = state.ids
         statuses = self.statuses
         for position, tid in enumerate(listed):
             entry = entries[tid]
@@ -180,8 +192,7 @@ class StateAbstraction:
             slot = index.get(tid)
             if slot is None:
                 slot = self._slot(tid)
-            trigger = entry.trigger_timer
-            timers_armed = entry.task_timers
+            armed = task_timers.get(entry.incarnation)
             sigs[slot].append((
                 "mapped",
                 position,
@@ -200,20 +211,20 @@ class StateAbstraction:
                 entry.checkpointing_id,
                 entry.checkpoint_trans_id,
                 entry.failed_checkpoint_id,
-                tuple(entry.update_nodes),
-                None if trigger is None else _timer(trigger, now, ranks),
-                tuple([_timer(t, now, ranks) for t in timers_armed]) if timers_armed else (),
+                entry.update_nodes,
+                triggers.get(entry.incarnation),
+                tuple([(delay, rank) for _seq, delay, rank in sorted(armed)]) if armed else (),
             ))
         for tid in entries.keys() - set(listed):  # list-map broken: never in the reference
             sigs[self._slot(tid)].append(_MAP_ONLY)
         detached_rank = {}
-        if meta._detached:
-            for rank, (incarnation, d) in enumerate(sorted(meta._detached.items())):
+        if state.detached:
+            for rank, (incarnation, d) in enumerate(sorted(state.detached.items())):
                 detached_rank[incarnation] = rank
                 sigs[self._slot(d.id)].append(("detached", rank, d.refcount, d.acquires))
-        for tid in meta._removed:
+        for tid in state.removed:
             sigs[self._slot(tid)].append(_REMOVED)
-        started = meta._start.round
+        started = state.start.round
         if started is not None:
             results = started.results
             for position, member in enumerate(started.members):
@@ -221,29 +232,29 @@ class StateAbstraction:
                 sigs[self._slot(member)].append(
                     ("member", position, None if result is None else result.ready)
                 )
-        self._store_part(meta, store, sigs)
+        self._store_part(state, store, sigs)
         by_name = self._by_name
-        for name, handles in adapter._handles.items():
+        for name, handles in adapter.handles.items():
             refs = tuple([_handle_ref(entries, detached_rank, h) for h in handles])
             sigs[by_name[name]].append(("handles", refs))
-        for name, handle in adapter._given_back.items():
+        for name, handle in adapter.given_back.items():
             sigs[by_name[name]].append(("given_back", _handle_ref(entries, detached_rank, handle)))
-        hb = meta._hb
-        hb_timer = hb._timer
+        hb = state.heartbeat
         overall = (
-            meta._roles.role,
-            meta._stage,
-            meta._loaded,
-            meta._stream_count,
-            meta._paused_count,
+            state.role,
+            state.stage,
+            state.loaded,
+            state.stream_count,
+            state.paused_count,
             started is not None,
-            hb_timer is not None,
+            hb.timer is not None,
             hb.tick_counter,
-            meta._send_before_close,
-            None if hb_timer is None else _timer(hb_timer, now, ranks),
-            timers,
+            state.send_before_close,
+            None if hb.timer is None else (state.schedule.armed[hb.timer].due - now,
+                                           ranks[hb.timer]),
+            tuple([t.due - now for t in timers]),
             store.in_transaction,
-            _fault_plan(store),
+            store.armed_faults(),
             extra,
         )
         classes: list[tuple[Any, ...]] = []
@@ -265,7 +276,7 @@ class StateAbstraction:
             raise StatemetaError(f"task {tid} is not a slot of the explored pool")
         return slot
 
-    def _store_part(self, meta: StreamMeta, store: FaultyStore, sigs: list[list[Any]]) -> None:
+    def _store_part(self, state: MetaState, store: FaultyStore, sigs: list[list[Any]]) -> None:
         """The committed rows, the open transaction's view of them, and the records that a
         failed commit would restore in memory."""
         inner = store.inner
@@ -293,7 +304,7 @@ class StateAbstraction:
                 seen.pop(key, None)
             for key in seen:
                 sigs[self._key_slot(key)].append(_DELETED)
-        for tid, restored in meta._uncommitted.items():
+        for tid, restored in state.uncommitted.items():
             slot = self._slot(tid)
             sigs[slot].append(("restore", self._interner.record(restored, ids[slot])))
 
@@ -302,30 +313,6 @@ class StateAbstraction:
         if slot is None:
             slot = self._keys[key] = self._slot(TaskId(*decode_task_key(key)))
         return slot
-
-
-def _live_timers(clock: VirtualClock, now: int) -> tuple[dict[int, int], tuple[int, ...]]:
-    """Each live timer's place in firing order (due time, then arming order), and every live
-    timer's delay in that order: the latter also holds timers no field above names (a broken
-    variant's second heartbeat chain)."""
-    live = sorted([t for t in clock._heap if not t.cancelled])  # read only
-    return {id(t): rank for rank, t in enumerate(live)}, tuple([t.due - now for t in live])
-
-
-def _timer(timer: Any, now: int, ranks: dict[int, int]) -> tuple[int, int] | None:
-    if timer.cancelled:
-        return None
-    return (timer.due - now, ranks[id(timer)])
-
-
-def _fault_plan(store: FaultyStore) -> tuple[tuple[int, ...], ...]:
-    """Each store operation's armed faults, as calls from now."""
-    calls = store._calls  # read only
-    faults = store._faults
-    return tuple([
-        tuple(sorted([n - calls[op] for n in faults[op]])) if faults[op] else ()
-        for op in FAULT_OPS
-    ])
 
 
 def _handle_ref(
@@ -338,3 +325,63 @@ def _handle_ref(
         return "live"
     rank = detached_rank.get(handle.incarnation)
     return _NO_HANDLE if rank is None else ("detached", rank)
+
+
+_ABSOLUTE_TIME = "absolute time: the key holds timers as delays from now, and no operation reads it"
+_COUNTS_ONLY = "counts only: no operation reads it"
+_REGISTRATION = (
+    "a registration number only names a registration: the key holds what a handle or timer "
+    "names (the live entry, a detached one by rank), not the number"
+)
+
+KEY_READS: dict[type, frozenset[str]] = {
+    MetaState: frozenset({
+        "stage", "role", "ids", "entries", "stream_count", "paused_count", "detached",
+        "removed", "loaded", "uncommitted", "start", "send_before_close", "heartbeat",
+        "schedule",
+    }),
+    TaskEntry: frozenset({
+        "task", "lifecycle", "refcount", "acquires", "trigger_held", "downstream_ready",
+        "timer_active", "drop_pending", "next_process_ver", "checkpointing_id",
+        "checkpoint_trans_id", "failed_checkpoint_id", "update_nodes",
+    }),
+    TaskLifecycle: frozenset({"status", "active", "waiting", "saved"}),
+    HeartbeatState: frozenset({"tick_counter", "timer"}),
+    StartInfo: frozenset({"round"}),
+    StartRound: frozenset({"members", "results"}),
+    Schedule: frozenset({"armed"}),
+    ArmedTimer: frozenset({"seq", "due", "kind", "task", "incarnation"}),
+}
+"""The fields of each state record the key reads (``seq`` as the timers' order)."""
+
+KEY_IGNORES: dict[type, dict[str, str]] = {
+    MetaState: {
+        "vg_id": "the explored meta's vg_id is the same in every state",
+        "next_incarnation": _REGISTRATION,
+        "hb_sent": _COUNTS_ONLY,
+        "closed": "an explored meta is open between operations (a reopen opens a new one)",
+    },
+    TaskEntry: {
+        "id": "the map key it is stored under, which the key reads (through the list)",
+        "incarnation": _REGISTRATION,
+    },
+    TaskLifecycle: {
+        "listener": "None in a meta: the meta passes its listener to each call",
+        "prev_status": "no meta operation and no meta view reads it",
+        "prev_event": "no meta operation and no meta view reads it",
+    },
+    HeartbeatState: {"started_ms": _ABSOLUTE_TIME},
+    StartInfo: {
+        "completed": _COUNTS_ONLY,
+        "superseded": _COUNTS_ONLY,
+        "last": "the last round's result: only the start-complete callback receives it",
+    },
+    StartRound: {
+        "started_ms": _ABSOLUTE_TIME,
+        "member_set": "the members, as a set",
+    },
+    Schedule: {"next_seq": "only orders timers: the key holds their order as ranks"},
+    ArmedTimer: {"chain": "only a broken variant has more chains: its timers are in the key"},
+}
+"""The fields of each state record the key leaves out, and why (tests/unit/test_state_key.py
+checks that every field is read or ignored, and perturbs each one read)."""

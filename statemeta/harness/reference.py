@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from typing import Literal, Self
 
 import attrs
 
@@ -227,6 +227,24 @@ class ReferenceAdapter:
     def given_back(self) -> Mapping[str, TaskHandle]:
         """Per slot, the handle last released (release with none outstanding reuses it)."""
         return self._given_back
+
+    def fork(self) -> Self:
+        """An independent adapter in this one's state (its meta forked over a copy of its
+        memory store, on a new clock at the same time), sharing ``coverage``. Forking is
+        copying data: the explorer forks each state it expands."""
+        new = object.__new__(type(self))  # copy.copy, without its generic protocol
+        new.__dict__.update(self.__dict__)
+        new._lifecycles = {name: lc.copy() for name, lc in self._lifecycles.items()}
+        new._handles = {name: list(held) for name, held in self._handles.items()}
+        new._given_back = dict(self._given_back)
+        new._sent = []
+        new._clock = VirtualClock(self._clock.now_ms())
+        if self._meta is not None:
+            new._store = self.store.copy()
+            new._meta = self._meta.fork(new._store, new._clock, transport=new._transport)
+            if isinstance(new._meta, ObservedStreamMeta):
+                new._meta.coverage = self.coverage
+        return new
 
     def lifecycle(self, slot: str) -> TaskLifecycle:
         return self._lifecycles[slot]

@@ -1,6 +1,7 @@
 """Deliberately broken variants of the meta: the proof that the suites have teeth.
 
-Each variant is a ``StreamMeta`` subclass with one realistic bug (most of them bugs the seed
+Each variant is a ``StreamMeta`` over a ``MetaCore`` subclass (or with a ``TaskLifecycle``
+subclass) with one realistic bug (most of them bugs the seed
 has or once had), selected by name only: ``ReferenceAdapter(variant=NAME)``,
 ``python -m statemeta.serve --variant NAME``, the explorer's ``--variant``. The property suite
 must catch every one (tests/properties/test_variants_caught.py). They reach into the meta's
@@ -9,8 +10,8 @@ internals on purpose: a bug lives where the code is.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Self
 
 import attrs
 
@@ -24,17 +25,14 @@ from statemeta.codec import (
 )
 from statemeta.errors import ReleaseError, StatemetaError
 from statemeta.lifecycle import StatusChange, TaskLifecycle, TaskStatus
-from statemeta.meta.clock import WrappedClock
-from statemeta.meta.core import (
-    LoadReport,
-    StreamMeta,
-    TaskHandle,
-    operation,
-)
-from statemeta.meta.heartbeat import HeartbeatChain
+from statemeta.meta import heartbeat
+from statemeta.meta.core import MetaCore, TaskHandle
+from statemeta.meta.persist import LoadReport
 from statemeta.meta.start_round import StartRound
+from statemeta.meta.state import ArmedTimer, HeartbeatState
+from statemeta.meta.stream_meta import StreamMeta
 from statemeta.roles import Role
-from statemeta.store import Table
+from statemeta.store import Store, Table
 
 __all__ = ["VARIANTS", "Variant"]
 
@@ -46,64 +44,73 @@ class Variant:
     meta_class: type[StreamMeta]
 
 
-class PausedCountSelfPause(StreamMeta):
+def _meta(core: type[MetaCore]) -> type[StreamMeta]:
+    """The public meta over a broken core."""
+
+    class Meta(StreamMeta):
+        core_class = core
+
+    Meta.__name__ = Meta.__qualname__ = core.__name__ + "Meta"
+    return Meta
+
+
+class PausedCountSelfPause(MetaCore):
     def _on_status_change(self, lifecycle: TaskLifecycle, change: StatusChange) -> None:
         super()._on_status_change(lifecycle, change)
         if change.old is TaskStatus.PAUSE and change.new is TaskStatus.PAUSE:
-            self._paused_count += 1
+            self.state.paused_count += 1
 
 
-class PausedCountForgetsStop(StreamMeta):
+class PausedCountForgetsStop(MetaCore):
     def _on_status_change(self, lifecycle: TaskLifecycle, change: StatusChange) -> None:
         super()._on_status_change(lifecycle, change)
         if change.old is TaskStatus.PAUSE and change.new in (TaskStatus.STOP, TaskStatus.DROPPING):
-            self._paused_count += 1  # only resume was thought to leave PAUSE
+            self.state.paused_count += 1  # only resume was thought to leave PAUSE
 
 
-class StreamCountCountsFillHistory(StreamMeta):
+class StreamCountCountsFillHistory(MetaCore):
     def _add_entry(self, task: StreamTask, ver: int) -> None:
         super()._add_entry(task, ver)
         if task.fill_history:
-            self._stream_count += 1
+            self.state.stream_count += 1
 
 
-class RegisterWithoutCommit(StreamMeta):
-    @operation
-    def register(self: StreamMeta, /, task: StreamTask, ver: int) -> bool:
-        if task.id in self._map:
+class RegisterWithoutCommit(MetaCore):
+    def register(self, task: StreamTask, ver: int) -> bool:
+        if task.id in self.state.entries:
             return False
-        expanded = self._expand(task, 1 if task.fill_history else ver)
+        expanded = self.expand(task, 1 if task.fill_history else ver)
         self._ensure_transaction()
-        self._tasks.upsert(*_record(expanded))
+        self.tasks.upsert(*_record(expanded))
         self._add_entry(expanded, ver)
-        self._removed.discard(task.id)
+        self.state.removed.discard(task.id)
         return True  # durable only at whatever commit comes next
 
 
-class DeleteWithoutCommit(StreamMeta):
+class DeleteWithoutCommit(MetaCore):
     def _durably(
         self,
         upserts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes],
-        apply: Any,
+        apply: Callable[[], None],
     ) -> None:
         if not deletes:
             super()._durably(upserts, deletes, apply)
             return
         self._ensure_transaction()
         for key in deletes:
-            self._tasks.delete(key)
+            self.tasks.delete(key)
         for key, value in upserts:
-            self._tasks.upsert(key, value)
+            self.tasks.upsert(key, value)
         apply()
 
 
-class MemoryBeforeWrite(StreamMeta):
+class MemoryBeforeWrite(MetaCore):
     def _durably(
         self,
         upserts: Sequence[tuple[bytes, bytes]],
         deletes: Sequence[bytes],
-        apply: Any,
+        apply: Callable[[], None],
     ) -> None:
         apply()  # list and map first; the write below can still fail
         super()._durably(upserts, deletes, lambda: None)
@@ -130,10 +137,9 @@ class _NumericOrderTable:
         return iter(sorted(self._inner.items(), key=lambda kv: decode_task_key(kv[0])))
 
 
-class NumericLoadOrder(StreamMeta):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._tasks = _NumericOrderTable(self._tasks)
+class NumericLoadOrder(MetaCore):
+    def _task_table(self, store: Store) -> Table:
+        return _NumericOrderTable(super()._task_table(store))
 
 
 class _EarlyWaitingLifecycle(TaskLifecycle):
@@ -156,74 +162,83 @@ class WaitingFiredLifo(StreamMeta):
     lifecycle_class = _LifoLifecycle
 
 
-class ReleaseBelowZero(StreamMeta):
-    @operation
-    def release(self: StreamMeta, /, handle: TaskHandle) -> None:
-        entry = self._map.get(handle.id) or self._detached.get(handle.incarnation)
+class ReleaseBelowZero(MetaCore):
+    def release(self, handle: TaskHandle) -> None:
+        state = self.state
+        entry = state.entries.get(handle.id) or state.detached.get(handle.incarnation)
         if entry is None:
             raise ReleaseError(f"release of unknown task {handle.id}")
         entry.acquires -= 1  # no check that anything was acquired
         entry.refcount -= 1
         if entry.refcount == 0:
-            self._detached.pop(entry.incarnation, None)
+            state.detached.pop(entry.incarnation, None)
 
 
-class DroppingKeptAtLoad(StreamMeta):
-    @operation
-    def load_all(self: StreamMeta, /) -> LoadReport:
+class DroppingKeptAtLoad(MetaCore):
+    def load_all(self) -> LoadReport:
         loaded: list[StreamTask] = []
         duplicates = []
-        for _key, value in self._tasks.items():
+        for _key, value in self.tasks.items():
             try:
                 task = decode_task(value)
             except StatemetaError:
                 continue
-            if task.id in self._map:
+            if task.id in self.state.entries:
                 duplicates.append(task.id)
             else:
                 loaded.append(task)  # a DROPPING record loads like any other
         for task in loaded:
             self._add_entry(task, task.checkpoint_ver + 1)
-        self._loaded = True
+        self.state.loaded = True
         return LoadReport(tuple(t.id for t in loaded), (), tuple(duplicates), (), ())
 
 
-class StartRoundByCount(StreamMeta):
+class StartRoundByCount(MetaCore):
     def _round_done(self, started: StartRound) -> bool:
-        return len(started.results) >= len(self._map)  # the seed: results counted, not matched
+        return len(started.results) >= len(self.state.entries)  # the seed: results counted
 
 
-class SecondHeartbeatChain(StreamMeta):
+class SecondHeartbeatChain(MetaCore):
+    """The seed starts a chain on every election: each extra chain is a ``HeartbeatState``
+    of its own (numbered from 1), ticking through the same schedule."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._extra_chains: list[HeartbeatChain] = []
+        self.extra_chains: dict[int, HeartbeatState] = {}
+
+    def copy(self, store: Store) -> Self:
+        new = super().copy(store)
+        new.extra_chains = {n: c.copy() for n, c in self.extra_chains.items()}
+        return new
 
     def update_stage_role(self, stage: int, is_leader: bool) -> Role:
-        was_leader = self._roles.role is Role.LEADER
+        was_leader = self.state.role is Role.LEADER
         role = super().update_stage_role(stage, is_leader)
-        if is_leader and was_leader:  # the seed starts a chain on every election
-            chain = HeartbeatChain(WrappedClock(self._clock, self._callback), self._is_leader,
-                                   self._tick_send)
-            chain.start()
-            self._extra_chains.append(chain)
+        if is_leader and was_leader:
+            number = len(self.extra_chains) + 1
+            chain = self.extra_chains[number] = HeartbeatState()
+            heartbeat.start_chain(chain, self.state.schedule, self.now, number)
         return role
 
-    def close(self) -> None:
-        for chain in self._extra_chains:
-            chain.stop()
-        super().close()
+    def _fire_heartbeat(self, timer: ArmedTimer) -> None:
+        if timer.chain == 0:
+            super()._fire_heartbeat(timer)
+            return
+        leader = self.state.role is Role.LEADER
+        chain = self.extra_chains[timer.chain]
+        if heartbeat.tick(chain, self.state.schedule, self.now, leader, timer.chain):
+            self._send_heartbeat(before_close=False)
 
 
-class AcquireDropping(StreamMeta):
-    @operation
-    def acquire(self: StreamMeta, /, stream_id: int, task_id: int) -> TaskHandle | None:
-        entry = self._map.get(TaskId(stream_id, task_id))
+class AcquireDropping(MetaCore):
+    def acquire(self, stream_id: int, task_id: int) -> TaskHandle | None:
+        entry = self.state.entries.get(TaskId(stream_id, task_id))
         if entry is None or entry.lifecycle.status is TaskStatus.STOP:  # forgets DROPPING
             return None
         entry.refcount += 1
         entry.acquires += 1
-        if self._check:
-            self._trace_acquired.append(entry.lifecycle.status)
+        if self.check:
+            self._trace.acquired.append(entry.lifecycle.status)
         return TaskHandle(entry.id, entry.incarnation)
 
 
@@ -233,33 +248,33 @@ def _record(task: StreamTask) -> tuple[bytes, bytes]:
 
 _VARIANTS: tuple[Variant, ...] = (
     Variant("paused_count_self_pause", "paused_count also counts PAUSE -> PAUSE",
-            PausedCountSelfPause),
+            _meta(PausedCountSelfPause)),
     Variant("paused_count_forgets_stop", "leaving PAUSE by STOP or DROPPING is not counted",
-            PausedCountForgetsStop),
+            _meta(PausedCountForgetsStop)),
     Variant("stream_count_counts_fill_history", "stream_count counts fill-history tasks too",
-            StreamCountCountsFillHistory),
+            _meta(StreamCountCountsFillHistory)),
     Variant("register_without_commit", "register writes its record but never commits it",
-            RegisterWithoutCommit),
+            _meta(RegisterWithoutCommit)),
     Variant("delete_without_commit", "removals are written but not committed (a crash "
-            "brings the task back)", DeleteWithoutCommit),
+            "brings the task back)", _meta(DeleteWithoutCommit)),
     Variant("memory_before_write", "list and map change before the write that can fail",
-            MemoryBeforeWrite),
+            _meta(MemoryBeforeWrite)),
     Variant("numeric_load_order", "load_all visits records in numeric, not key byte, order",
-            NumericLoadOrder),
+            _meta(NumericLoadOrder)),
     Variant("waiting_fired_lifo", "attached waiting events fire newest first",
             WaitingFiredLifo),
     Variant("waiting_fired_early", "an attached event fires at the next status change, "
             "before its required status is reached", WaitingFiredEarly),
     Variant("release_below_zero", "release without an outstanding acquire still decrements",
-            ReleaseBelowZero),
+            _meta(ReleaseBelowZero)),
     Variant("dropping_kept_at_load", "load_all loads DROPPING records instead of removing them",
-            DroppingKeptAtLoad),
+            _meta(DroppingKeptAtLoad)),
     Variant("start_round_by_count", "a start round completes when results >= map size",
-            StartRoundByCount),
+            _meta(StartRoundByCount)),
     Variant("second_heartbeat_chain", "a re-election as leader starts a second heartbeat chain",
-            SecondHeartbeatChain),
+            _meta(SecondHeartbeatChain)),
     Variant("acquire_dropping", "acquire refuses STOP but hands out DROPPING tasks",
-            AcquireDropping),
+            _meta(AcquireDropping)),
 )
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in _VARIANTS}

@@ -1,7 +1,8 @@
 """A registered task as the meta holds it: the persisted record plus the runtime state.
 
 The record (``StreamTask``) is what task.db stores; everything else here lives only in memory
-and starts afresh on every register or load, as ``streamTaskInit`` does in TDengine.
+and starts afresh on every register or load, as ``streamTaskInit`` does in TDengine. An entry
+is plain data: its timers are rows of the meta's schedule (state.py), not handles.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import attrs
 
 from statemeta.codec import StreamTask, TaskId
 from statemeta.lifecycle import TaskLifecycle
-from statemeta.meta.clock import Timer
 
 ExpandHook = Callable[[StreamTask, int], StreamTask]
 """The meta's ``expandFunc``: the record to keep and store for a task registered (or loaded)
@@ -37,7 +37,7 @@ class TaskEntry:
     task: StreamTask
     lifecycle: TaskLifecycle
     incarnation: int
-    """Which registration or load made this entry; a TaskHandle names it."""
+    """Which registration or load made this entry; a TaskHandle and the entry's timers name it."""
     next_process_ver: int
     """chkInfo.nextProcessVer (processedVer is one less), set from ``ver`` by streamTaskInit."""
     refcount: int = 1
@@ -45,17 +45,35 @@ class TaskEntry:
     acquires: int = 0
     """Outstanding acquires (handles not yet released)."""
     trigger_held: bool = False
-    """The trigger timer's reference (triggerParam != 0 and not fill-history)."""
-    trigger_timer: Timer | None = None
-    """The armed trigger timer; its chain ends when the task stops or pauses (the ref stays)."""
+    """The trigger timer's reference (triggerParam != 0 and not fill-history); it stays held
+    when the trigger chain ends (the task stops or pauses), until unregister or close."""
     downstream_ready: bool = False
     timer_active: int = 0
     """status.timerActive: task timers armed and not yet ended."""
-    task_timers: list[Timer] = attrs.field(factory=list)
     drop_pending: bool = False
     """Unregistered while a timer was active: removed when the last timer ends."""
     checkpointing_id: int = 0
     checkpoint_trans_id: int = 0
     failed_checkpoint_id: int = 0
-    update_nodes: list[int] = attrs.field(factory=list)
+    update_nodes: tuple[int, ...] = ()
     """outputInfo.pDownstreamUpdateList: node ids the next heartbeat reports."""
+
+    def copy(self) -> TaskEntry:
+        """An independent copy: every field is an immutable value but the lifecycle."""
+        return TaskEntry(
+            self.id,
+            self.task,
+            self.lifecycle.copy(),
+            self.incarnation,
+            self.next_process_ver,
+            self.refcount,
+            self.acquires,
+            self.trigger_held,
+            self.downstream_ready,
+            self.timer_active,
+            self.drop_pending,
+            self.checkpointing_id,
+            self.checkpoint_trans_id,
+            self.failed_checkpoint_id,
+            self.update_nodes,
+        )

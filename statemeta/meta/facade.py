@@ -18,11 +18,13 @@ from typing import Any, ParamSpec, TypeVar
 from statemeta.codec import StreamTask, TaskId
 from statemeta.lifecycle import Outcome, TaskEvent, TaskStatus
 from statemeta.meta.clock import Clock, RealClock, TimerCallback, WrappedClock
-from statemeta.meta.core import DropResult, LoadReport, StreamMeta, TaskHandle
+from statemeta.meta.core import DropResult, TaskHandle
+from statemeta.meta.persist import LoadReport
 from statemeta.meta.rwlock import RWLock
-from statemeta.meta.start_round import StartRoundView, StartStep
-from statemeta.meta.view import MetaView
+from statemeta.meta.start_round import StartStep
+from statemeta.meta.stream_meta import StreamMeta
 from statemeta.roles import Role
+from statemeta.views import MetaView, StartRoundView
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -1,9 +1,12 @@
 """The meta's heartbeat to the mnode (metaHbToMnode / metaHeartbeatToMnodeImpl).
 
 A leader's meta runs one timer chain: a tick every ``META_HB_CHECK_INTERVAL`` ms, and one
-message every ``META_HB_SEND_IDLE_COUNTER`` ticks (5 s). The seed starts one more chain on
-every leader election; here a meta has at most one chain (DESIGN §4 point 8): starting a chain
-that runs is a no-op, and the chain stops as soon as the meta stops being leader.
+message every ``META_HB_SEND_IDLE_COUNTER`` ticks (5 s). A chain is data (``HeartbeatState``:
+its tick counter and the seq of its armed tick in the meta's schedule); the functions below
+move it, and the meta turns a message into an effect (effects.SendHeartbeat). The seed starts
+one more chain on every leader election; here a meta has at most one chain (DESIGN §4 point
+8): starting a chain that runs is a no-op, and the chain stops as soon as the meta stops being
+leader.
 
 The message lists the tasks in list order, fill-history tasks left out, each with its status,
 the meta's stage and its checkpoint state; the node ids the tasks queued for update are moved
@@ -12,14 +15,12 @@ into it without duplicates. No task to report, no message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Protocol
 
-import attrs
-
 from statemeta.codec import EpSet, HbMsg, TaskLevel, TaskStatusEntry
-from statemeta.meta.clock import Clock, Timer
 from statemeta.meta.entry import TaskEntry
+from statemeta.meta.state import HeartbeatState, Schedule, TimerKind
 
 META_HB_CHECK_INTERVAL = 200
 """ms between two ticks of the chain."""
@@ -38,7 +39,7 @@ def build_hb_msg(
 ) -> tuple[HbMsg, EpSet] | None:
     """The message for ``entries`` (in list order) and where to send it, or None if empty.
 
-    Takes each reported task's queued update nodes (its list is emptied). The model has no
+    Takes each reported task's queued update nodes (each entry's are emptied). The model has no
     input queue, token bucket or WAL reader: queue and sink figures are 0.0, and a source
     task reports processedVer = nextProcessVer - 1 with an empty WAL range (0, 0).
     """
@@ -76,7 +77,7 @@ def build_hb_msg(
             if node not in seen_nodes:
                 seen_nodes.add(node)
                 update_nodes.append(node)
-        entry.update_nodes.clear()
+        entry.update_nodes = ()
         if ep_set is None:
             ep_set = task.mnode_ep_set
     if ep_set is None:
@@ -84,43 +85,33 @@ def build_hb_msg(
     return HbMsg(vg_id=vg_id, entries=tuple(statuses), update_nodes=tuple(update_nodes)), ep_set
 
 
-@attrs.define(slots=True, eq=False)
-class HeartbeatChain:
-    """The one timer chain of a meta: ticks while ``is_leader()``, calls ``send`` every 25 ticks."""
+def start_chain(chain: HeartbeatState, schedule: Schedule, now: int, number: int = 0) -> None:
+    """Arms a new chain (tick counter from 0) unless it runs already."""
+    if chain.timer is None:
+        chain.tick_counter = 0
+        chain.timer = schedule.arm(now + META_HB_CHECK_INTERVAL, TimerKind.HEARTBEAT, chain=number)
 
-    clock: Clock
-    is_leader: Callable[[], bool]
-    send: Callable[[], None]
-    tick_counter: int = 0
-    started_ms: int = 0
-    """hbStart: when the running chain first ticked as leader; 0 when not running."""
-    _timer: Timer | None = None
 
-    @property
-    def armed(self) -> bool:
-        return self._timer is not None
+def stop_chain(chain: HeartbeatState, schedule: Schedule) -> None:
+    if chain.timer is not None:
+        schedule.cancel(chain.timer)
+        chain.timer = None
+    chain.started_ms = 0
 
-    def start(self) -> None:
-        """Arms a new chain (tick counter from 0) unless one runs already."""
-        if self._timer is None:
-            self.tick_counter = 0
-            self._timer = self.clock.call_later(META_HB_CHECK_INTERVAL, self._tick)
 
-    def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self.started_ms = 0
-
-    def _tick(self) -> None:
-        self._timer = None
-        if not self.is_leader():
-            self.started_ms = 0
-            return
-        if self.started_ms == 0:
-            self.started_ms = self.clock.now_ms()
-        self.tick_counter += 1
-        self._timer = self.clock.call_later(META_HB_CHECK_INTERVAL, self._tick)
-        if self.tick_counter >= META_HB_SEND_IDLE_COUNTER:
-            self.tick_counter = 0
-            self.send()  # after re-arming: a failing transport does not end the chain
+def tick(
+    chain: HeartbeatState, schedule: Schedule, now: int, leader: bool, number: int = 0
+) -> bool:
+    """The chain's armed tick fired: re-arm it while leader; True when a message is due."""
+    chain.timer = None
+    if not leader:
+        chain.started_ms = 0
+        return False
+    if chain.started_ms == 0:
+        chain.started_ms = now
+    chain.tick_counter += 1
+    chain.timer = schedule.arm(now + META_HB_CHECK_INTERVAL, TimerKind.HEARTBEAT, chain=number)
+    if chain.tick_counter >= META_HB_SEND_IDLE_COUNTER:
+        chain.tick_counter = 0
+        return True  # sent after re-arming: a failing transport does not end the chain
+    return False

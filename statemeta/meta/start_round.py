@@ -16,6 +16,17 @@ from collections.abc import Callable, Container
 import attrs
 
 from statemeta.codec import TaskId
+from statemeta.views import StartRoundView
+
+__all__ = [
+    "LaunchResult",
+    "StartCompleteCallback",
+    "StartInfo",
+    "StartRound",
+    "StartRoundResult",
+    "StartRoundView",
+    "StartStep",
+]
 
 
 class StartStep(enum.Enum):
@@ -55,21 +66,6 @@ class StartRoundResult:
 StartCompleteCallback = Callable[[StartRoundResult], None]
 
 
-@attrs.frozen(cache_hash=True)
-class StartRoundView:
-    """The start bookkeeping as observed: the open round (if any) and the rounds so far."""
-
-    open: bool
-    members: tuple[TaskId, ...]
-    ready: tuple[TaskId, ...]
-    """Members with a ready result, in member order."""
-    failed: tuple[TaskId, ...]
-    completed: int
-    """Rounds completed; the meta calls the start-complete callback once for each."""
-    superseded: int
-    """Rounds abandoned by a new start_all before they completed (no callback)."""
-
-
 @attrs.define(slots=True, eq=False)
 class StartRound:
     """One open round."""
@@ -81,6 +77,12 @@ class StartRound:
 
     def __attrs_post_init__(self) -> None:
         self.member_set = frozenset(self.members)
+
+    def copy(self) -> StartRound:
+        """An independent copy (the results are the one mutable part)."""
+        new = StartRound(self.members, self.started_ms)
+        new.results = dict(self.results)
+        return new
 
     def add_member(self, task_id: TaskId) -> None:
         """A task started by start_one during the round joins it (it is in the map now)."""
@@ -115,6 +117,11 @@ class StartInfo:
     completed: int = 0
     superseded: int = 0
     last: StartRoundResult | None = None
+
+    def copy(self) -> StartInfo:
+        r = self.round
+        copied = None if r is None else r.copy()
+        return StartInfo(copied, self.completed, self.superseded, self.last)
 
     def view(self) -> StartRoundView:
         r = self.round

@@ -13,7 +13,9 @@ is checked before anything else and the inner store never sees the call:
   call raises StoreClosedError. Reopening the path (``LmdbStore.open`` or ``MemoryStore.open``,
   whichever backend is wrapped) sees the last commit.
 
-``calls`` counts every call by operation (faulted calls included) for tests.
+``calls`` counts every call by operation (faulted calls included) for tests; ``armed_faults``
+is the fault plan relative to now, and ``copy`` an independent wrapper in the same state over
+a copy of a memory store (the explorer forks states with it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Iterator
 from typing import Literal
 
 from statemeta.errors import MisuseError, StoreClosedError, StoreFault
+from statemeta.store.memory_store import MemoryStore
 from statemeta.store.protocol import Store, Table
 
 FaultOp = Literal["begin", "put", "delete", "commit"]
@@ -97,6 +100,26 @@ class FaultyStore:
     def calls(self) -> dict[str, int]:
         """Calls made so far, by operation (faulted calls included)."""
         return dict(self._calls)
+
+    def armed_faults(self) -> tuple[tuple[int, ...], ...]:
+        """Each operation's armed faults (``FAULT_OPS`` order), as how many calls from now
+        they hit (1: the next call), in increasing order."""
+        calls = self._calls
+        return tuple(
+            tuple(sorted(n - calls[op] for n in self._faults[op])) for op in FAULT_OPS
+        )
+
+    def copy(self) -> FaultyStore:
+        """An independent wrapper in this one's state (counts, fault plan) over a copy of the
+        wrapped store, which must be a MemoryStore (MisuseError otherwise)."""
+        inner = self._inner
+        if not isinstance(inner, MemoryStore) or self._crashed:
+            raise MisuseError(f"copy of {self.path}: only a live memory store can be copied")
+        new = FaultyStore(inner.copy())
+        new._calls = self._calls.copy()
+        new._faults = {op: dict(planned) for op, planned in self._faults.items()}
+        new.faults_injected = self.faults_injected
+        return new
 
     def fail_next(self, op: FaultOp, skip: int = 0) -> None:
         """Make the (skip+1)-th ``op`` call from now raise StoreFault, with no effect."""

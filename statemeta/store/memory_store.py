@@ -10,6 +10,8 @@ thousand and fork states: no disk, no fsync, and a committed state that is a val
   store's writer lock); read-only opens share the path's committed state and see commits.
 - ``committed_state()`` is a frozen, hashable snapshot of every committed table (equal states
   compare equal); ``MemoryStore(state)`` and ``MemoryStore.install(path, state)`` restore one.
+- ``copy()`` is an independent private store in the same state, open transaction included
+  (the explorer forks states with it): the committed rows' key-order tuples are shared.
 """
 
 from __future__ import annotations
@@ -53,6 +55,13 @@ class MemoryFiles:
 
     tables: dict[str, MemoryTable]
     writer_open: bool = False
+
+    def copy(self) -> MemoryFiles:
+        """The committed tables, copied (their key-order tuples shared); no writer."""
+        return MemoryFiles({
+            name: MemoryTable(dict(table.rows), table.ordered)
+            for name, table in self.tables.items()
+        })
 
     @classmethod
     def from_state(cls, state: MemoryState) -> MemoryFiles:
@@ -109,6 +118,14 @@ class MemoryStore(OverlayStore[MemoryTable]):
     def remove(cls, path: str | os.PathLike[str]) -> None:
         """Forget the committed state of ``path`` (as deleting its directory)."""
         cls._registry.pop(env_path_of(path), None)
+
+    def copy(self) -> MemoryStore:
+        """An independent private store in this store's state: its committed tables and its
+        open transaction (write sets copied). Closing or crashing one leaves the other be."""
+        self._live("copy")
+        new = MemoryStore(path=self._path, files=self._files.copy(), readonly=self._readonly)
+        self._copy_transaction_to(new)
+        return new
 
     def committed_items(self, table: str) -> tuple[Row, ...]:
         """The committed rows of ``table`` in key order (open transaction not included)."""

@@ -231,6 +231,16 @@ class OverlayStore(ABC, Generic[Handle]):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def _copy_transaction_to(self, other: OverlayStore[Handle]) -> None:
+        """Open this store's open tables in ``other`` and copy the open write sets into it (a
+        backend's copy of a store calls it with the new store)."""
+        for name, table in self._tables.items():
+            other.table(name, table.key_len)
+        for name, table in self._tables.items():
+            writes = table._writes
+            other._tables[name]._writes = None if writes is None else dict(writes)
+        other._in_transaction = self._in_transaction
+
     # -- shared by the tables and the backends ---------------------------------------------
 
     def _end_transaction(self) -> None:

@@ -18,7 +18,6 @@ from statemeta.explore import search
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.cli_explore import write_counterexample
 from statemeta.explore.coverage import invariant_ids, report
-from statemeta.explore.fork import ForkPlan, fork
 from statemeta.explore.search import ForkableReference, explore
 from statemeta.explore.state import StateAbstraction, symmetry_classes
 from statemeta.harness.operations import TASK_POOL, Op, slot_of
@@ -53,7 +52,7 @@ def _adapter_of(variant: str | None, *ops: Op) -> ForkableReference:
 
 def test_a_fork_is_independent_of_its_origin() -> None:
     origin = _adapter(Op.of("register", task="s2"), Op.of("start_task_timer", task="s2"))
-    copy = fork(origin)
+    copy = origin.fork()
     copy.call(Op.of("advance_clock", ms=1_000))  # fires the copy's timers only
     copy.call(Op.of("register", task="s1"))
     copy.call(Op.of("crash_reopen"))
@@ -64,10 +63,9 @@ def test_a_fork_is_independent_of_its_origin() -> None:
     assert origin.call(Op.of("crash_reopen"))["ok"]["loaded"] == [[0x10, 2]]
 
 
-def test_a_plan_makes_copies_independent_of_each_other() -> None:
+def test_forks_are_independent_of_each_other() -> None:
     origin = _adapter(Op.of("register", task="s2"), Op.of("start_task_timer", task="s2"))
-    plan = ForkPlan(origin)
-    first, second = plan.make(), plan.make()
+    first, second = origin.fork(), origin.fork()
     first.call(Op.of("advance_clock", ms=1_000))
     first.call(Op.of("unregister", task="s2"))
     assert first.view()["ids"] == []
@@ -76,7 +74,7 @@ def test_a_plan_makes_copies_independent_of_each_other() -> None:
     second.call(Op.of("advance_clock", ms=1_000))  # the second copy's own timers fire
     assert [t["timer_active"] for t in second.view()["tasks"]] == [0]
     assert [t["timer_active"] for t in origin.view()["tasks"]] == [1]
-    assert plan.make().view() == origin.view()
+    assert origin.fork().view() == origin.view()
 
 
 def test_only_plain_stream_tasks_are_interchangeable() -> None:
@@ -100,10 +98,10 @@ def test_the_key_sees_timers_faults_and_uncommitted_writes() -> None:
         Op.of("save_task", task="s1"),
         Op.of("acquire", task="s1"),
     ):
-        changed = fork(base)
+        changed = base.fork()
         changed.call(op)
         assert abstraction.key(changed) != abstraction.key(base), op
-    assert abstraction.key(fork(base)) == abstraction.key(base)
+    assert abstraction.key(base.fork()) == abstraction.key(base)
 
 
 def test_the_key_holds_what_the_state_invariants_read() -> None:
@@ -122,9 +120,9 @@ def test_the_key_holds_what_the_state_invariants_read() -> None:
     only_in_map, in_neither = _adapter(Op.of("register", task="s1")), _adapter(
         Op.of("register", task="s1")
     )
-    only_in_map.meta._list.clear()  # list-map broken
-    in_neither.meta._list.clear()
-    in_neither.meta._map.clear()
+    only_in_map.meta.state.ids.clear()  # list-map broken
+    in_neither.meta.state.ids.clear()
+    in_neither.meta.state.entries.clear()
     assert abstraction.key(only_in_map) != abstraction.key(in_neither)
 
 

@@ -10,8 +10,8 @@ from statemeta import invariants
 from statemeta.errors import InvariantViolation
 from statemeta.lifecycle import StatusChange, TaskEvent, TaskLifecycle, TaskStatus
 from statemeta.meta import MetaView
-from statemeta.meta.core import RoleChange
 from statemeta.roles import Role, RoleEvent
+from statemeta.views import RoleChange
 
 
 def sample_view(tmp_path: Path) -> MetaView:
@@ -99,6 +99,6 @@ def test_trace_invariants_catch_bad_records() -> None:
 def test_check_mode_raises_when_the_meta_breaks_an_invariant(tmp_path: Path) -> None:
     meta = open_meta(tmp_path)
     meta.register(task(1), 5)
-    meta._paused_count = 5  # a deliberately broken meta
+    meta.state.paused_count = 5  # a deliberately broken meta
     with pytest.raises(InvariantViolation, match="paused-count"):
         meta.handle_event(0x10, 1, TaskEvent.STOP)

@@ -466,3 +466,28 @@ def test_one_shared_machine_and_no_model_per_task() -> None:
     assert LIFECYCLE_MACHINE.models == []
     assert {t.status for t in tasks} == set(TaskStatus)
     assert not hasattr(tasks[0], "__dict__")  # slots: a lifecycle stays small
+
+
+def test_a_listener_passed_to_a_call_hears_that_calls_changes_only() -> None:
+    heard: list[StatusChange] = []
+    task = TaskLifecycle()
+    task.handle(E.PAUSE, listener=lambda _lc, change: heard.append(change))
+    task.handle(E.HALT)  # no listener: not heard
+    task.resume(listener=lambda _lc, change: heard.append(change))
+    assert [(c.old, c.new, c.cause) for c in heard] == [
+        (S.UNINIT, S.PAUSE, "event"), (S.HALT, S.PAUSE, "resume")
+    ]
+    assert task.listener is None
+
+
+def test_a_copy_is_independent_and_keeps_the_subclass() -> None:
+    class Sub(TaskLifecycle):
+        pass
+
+    task = Sub()
+    task.handle(E.PAUSE)
+    copy = task.copy()
+    copy.resume()
+    assert type(copy) is Sub
+    assert (task.status, task.saved) == (S.PAUSE, (S.UNINIT,))
+    assert (copy.status, copy.saved) == (S.UNINIT, ())

@@ -6,8 +6,12 @@ from meta_support import fill_history_pair, open_meta, task
 
 from statemeta.codec import EpSet, TaskLevel, decode_hb
 from statemeta.lifecycle import TaskEvent
-from statemeta.meta import META_HB_CHECK_INTERVAL, META_HB_SEND_IDLE_COUNTER, VirtualClock
-from statemeta.meta.core import StreamMeta
+from statemeta.meta import (
+    META_HB_CHECK_INTERVAL,
+    META_HB_SEND_IDLE_COUNTER,
+    StreamMeta,
+    VirtualClock,
+)
 
 PERIOD = META_HB_CHECK_INTERVAL * META_HB_SEND_IDLE_COUNTER  # 5 s
 

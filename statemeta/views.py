@@ -1,18 +1,20 @@
-"""Snapshots of everything a meta lets one observe: compared across implementations by the
-harness, hashed by the explorer, checked by statemeta.invariants.
+"""What one can observe of a meta, as values: its views, and the trace of what happened.
 
-A view is a value (frozen, hashable, hash cached) built from the meta in one pass; it holds
-no reference to the meta's mutable state.
+A view is a snapshot of everything a meta lets one observe (frozen, hashable, hash cached),
+built from the meta in one pass and holding no reference to its mutable state: compared
+across implementations by the harness, checked by ``statemeta.invariants``. A ``CheckTrace``
+is what a meta in check mode recorded between two checks (status and role changes, heartbeats
+sent, acquires). These records sit below the meta (DESIGN §3's layers) so that the invariants
+read them without importing the meta.
 """
 
 from __future__ import annotations
 
 import attrs
 
-from statemeta.codec import StreamTask, TaskId
-from statemeta.lifecycle import TaskEvent, TaskStatus
-from statemeta.meta.start_round import StartRoundView
-from statemeta.roles import Role
+from statemeta.codec import HbMsg, StreamTask, TaskId
+from statemeta.lifecycle import StatusChange, TaskEvent, TaskStatus
+from statemeta.roles import Role, RoleEvent
 
 
 @attrs.frozen(cache_hash=True)
@@ -64,6 +66,21 @@ class HeartbeatView:
 
 
 @attrs.frozen(cache_hash=True)
+class StartRoundView:
+    """The start bookkeeping as observed: the open round (if any) and the rounds so far."""
+
+    open: bool
+    members: tuple[TaskId, ...]
+    ready: tuple[TaskId, ...]
+    """Members with a ready result, in member order."""
+    failed: tuple[TaskId, ...]
+    completed: int
+    """Rounds completed; the meta calls the start-complete callback once for each."""
+    superseded: int
+    """Rounds abandoned by a new start_all before they completed (no callback)."""
+
+
+@attrs.frozen(cache_hash=True)
 class MetaView:
     """Everything observable about a meta, in a canonical form."""
 
@@ -95,3 +112,36 @@ class MetaView:
             if t.id == task_id:
                 return t
         return None
+
+
+@attrs.frozen
+class RoleChange:
+    """One application of the role table (recorded for the role invariant)."""
+
+    old: Role
+    event: RoleEvent
+    new: Role
+
+
+@attrs.frozen
+class SentHeartbeat:
+    """One heartbeat handed to the transport (recorded for the heartbeat invariant)."""
+
+    msg: HbMsg
+    payload: bytes
+    role: Role
+    before_close: bool
+    expected_ids: tuple[TaskId, ...]
+    """The mapped non-fill-history tasks in list order when it was built."""
+
+
+@attrs.frozen
+class CheckTrace:
+    """What happened since the last invariant check (recorded only in check mode)."""
+
+    status_changes: tuple[StatusChange, ...]
+    role_changes: tuple[RoleChange, ...]
+    heartbeats: tuple[SentHeartbeat, ...]
+    acquired: tuple[TaskStatus, ...]
+    """The status of each task acquire returned, when it returned it."""
+

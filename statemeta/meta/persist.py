@@ -1,0 +1,148 @@
+"""How a meta reads task.db: the codec it uses, the compatibility check at open, and the plan
+of a load (what load_all adds, removes, clears and skips), computed from the stored rows.
+
+Writing and committing stay in the core (core.py ``_durably``): their outcome decides whether
+memory changes. Everything here is a function of the rows read, so a load can be planned,
+checked and then applied in one commit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+
+import attrs
+
+from statemeta.codec import (
+    NO_RELATED_TASK,
+    SSTREAM_TASK_INCOMPATIBLE_VER,
+    StreamTask,
+    TaskId,
+    cached,
+    decode_checkpoint_info,
+    decode_task_record,
+    encode_task,
+    encode_task_key,
+)
+from statemeta.errors import DecodeError, IncompatibleVersionError, KeyLengthError
+from statemeta.lifecycle import TaskStatus
+from statemeta.meta.entry import ExpandHook
+from statemeta.store.protocol import Store, Table
+
+
+@attrs.frozen
+class Codec:
+    """The codec functions a meta calls to persist and load its records."""
+
+    task_key: Callable[[int, int], bytes]
+    encode: Callable[[StreamTask], bytes]
+    decode_record: Callable[[bytes, bytes], StreamTask]
+    checkpoint_info: Callable[[bytes], tuple[int, int, int]]
+
+    def record(self, task: StreamTask) -> tuple[bytes, bytes]:
+        """The task's key and value in task.db."""
+        return self.task_key(task.stream_id, task.task_id), self.encode(task)
+
+
+PLAIN_CODEC = Codec(encode_task_key, encode_task, decode_task_record, decode_checkpoint_info)
+"""A meta's codec outside check mode: the plain functions."""
+CHECK_CODEC = Codec(cached.task_key, cached.encode, cached.decode_record, cached.checkpoint_info)
+"""The codec in check mode: memoised (statemeta/codec/cached.py says why that is safe)."""
+
+
+def codec_for(check_invariants: bool) -> Codec:
+    return CHECK_CODEC if check_invariants else PLAIN_CODEC
+
+
+def check_compatible(store: Store, tasks: Table, codec: Codec) -> None:
+    """streamMetaCheckBackendCompatible, over every record: version <= 1 cannot be opened."""
+    for _key, value in tasks.items():
+        try:
+            msg_ver, _checkpoint_id, _checkpoint_ver = codec.checkpoint_info(value)
+        except DecodeError:
+            continue  # load_all reports it
+        if msg_ver <= SSTREAM_TASK_INCOMPATIBLE_VER:
+            raise IncompatibleVersionError(msg_ver, path=store.path)
+
+
+@attrs.frozen
+class SkippedRecord:
+    """A task.db record load_all could not use (left in the store)."""
+
+    key_hex: str
+    reason: str
+
+
+@attrs.frozen
+class LoadReport:
+    """What load_all did with each record of task.db, in key byte order."""
+
+    loaded: tuple[TaskId, ...]
+    removed: tuple[TaskId, ...]
+    """Persisted as DROPPING: deleted, and the deletion committed."""
+    duplicates: tuple[TaskId, ...]
+    """Already in the map: the in-memory task was kept."""
+    undecodable: tuple[SkippedRecord, ...]
+    """Did not decode: skipped, reported, never deleted."""
+    cleared: tuple[TaskId, ...]
+    """Stream tasks whose fill-history task was removed: their related id cleared, saved."""
+
+
+@attrs.frozen
+class LoadPlan:
+    """What a load does: the records to add (expanded, links cleared), the keys to delete, the
+    records to rewrite with their link cleared, and the report."""
+
+    add: tuple[StreamTask, ...]
+    deletes: tuple[bytes, ...]
+    cleared: dict[TaskId, StreamTask]
+    report: LoadReport
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.deletes or self.cleared)
+
+
+def plan_load(
+    rows: Iterable[tuple[bytes, bytes]],
+    mapped: dict[TaskId, StreamTask],
+    codec: Codec,
+    expand: ExpandHook,
+) -> LoadPlan:
+    """The plan of load_all over ``rows`` (key byte order), ``mapped`` being the map's records.
+
+    DROPPING records are deleted and a stream task pointing at a deleted fill-history task gets
+    its related id cleared; a mapped id keeps its in-memory task; an undecodable record is
+    skipped and reported. The expand hook may raise: nothing is planned then."""
+    loaded: list[StreamTask] = []
+    removed: list[TaskId] = []
+    duplicates: list[TaskId] = []
+    undecodable: list[SkippedRecord] = []
+    deletes: list[bytes] = []
+    for key, value in rows:
+        try:
+            task = codec.decode_record(key, value)
+        except (DecodeError, IncompatibleVersionError, KeyLengthError) as e:
+            undecodable.append(SkippedRecord(key.hex(), str(e)))
+            continue
+        if task.id in mapped:
+            duplicates.append(task.id)
+        elif task.task_status == TaskStatus.DROPPING:
+            removed.append(task.id)
+            deletes.append(key)
+        else:
+            loaded.append(expand(task, task.checkpoint_ver + 1))
+    dropped = set(removed)
+    cleared = {
+        task.id: attrs.evolve(task, h_task_id=NO_RELATED_TASK)
+        for task in itertools.chain(mapped.values(), loaded)
+        if not task.fill_history and task.h_task_id in dropped
+    }
+    report = LoadReport(
+        tuple(t.id for t in loaded),
+        tuple(removed),
+        tuple(duplicates),
+        tuple(undecodable),
+        tuple(cleared),
+    )
+    return LoadPlan(tuple(loaded), tuple(deletes), cleared, report)

@@ -1,0 +1,221 @@
+"""MetaRegistry: the meta's state and the primitives every operation uses (core.py has the
+operations themselves).
+
+The registry owns the ``MetaState`` (plain data), the store it persists into and the outbox of
+effects; its primitives keep the state's parts in step: adding an entry (list, map, counters,
+its trigger timer), applying a role row, hearing a lifecycle's status changes (paused_count),
+writing durably (write, commit, then change memory; roll back on failure), and recording the
+trace check mode reads. ``copy`` copies the state and nothing that refers back to the meta.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Self
+
+import attrs
+
+from statemeta.codec import STREAM_TASK_KEY_LEN, StreamTask, TaskId
+from statemeta.errors import UnknownTaskError
+from statemeta.lifecycle import StatusChange, TaskLifecycle, TaskStatus
+from statemeta.meta import heartbeat
+from statemeta.meta.effects import Effect
+from statemeta.meta.entry import ExpandHook, TaskEntry
+from statemeta.meta.persist import Codec, codec_for
+from statemeta.meta.state import MetaState, TimerKind
+from statemeta.roles import Role, RoleEvent, RoleRow, role_row
+from statemeta.semantics import Profile, Semantics, as_profile
+from statemeta.store.protocol import Store, Table
+from statemeta.views import CheckTrace, RoleChange, SentHeartbeat
+
+SNODE_HANDLE = -2
+"""The vg_id of an snode's meta, which is leader from the start."""
+TASK_TABLE = "task.db"
+CHECKPOINT_TABLE = "checkpoint.db"
+CHECKPOINT_KEY_LEN = 4
+CHECK_DOWNSTREAM_INTERVAL = 100
+"""ms: the default delay of a task timer (the downstream re-check)."""
+
+
+
+@attrs.define(slots=True)
+class _Recorder:
+    """What happened since the last invariant check (recorded only in check mode)."""
+
+    changes: list[StatusChange] = attrs.field(factory=list)
+    roles: list[RoleChange] = attrs.field(factory=list)
+    heartbeats: list[SentHeartbeat] = attrs.field(factory=list)
+    acquired: list[TaskStatus] = attrs.field(factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.changes or self.roles or self.heartbeats or self.acquired)
+
+    def take(self) -> CheckTrace:
+        trace = CheckTrace(
+            tuple(self.changes), tuple(self.roles), tuple(self.heartbeats), tuple(self.acquired)
+        )
+        self.changes.clear()
+        self.roles.clear()
+        self.heartbeats.clear()
+        self.acquired.clear()
+        return trace
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def task_id(stream_id: int, task_id: int) -> TaskId:
+    """Cached (bounded; a TaskId is frozen): every operation on a task looks its id up, and a
+    TaskId validates its fields when it is made."""
+    return TaskId(stream_id, task_id)
+
+
+class MetaRegistry:
+    """The meta's state, its store and outbox, and the primitives over them."""
+
+    def __init__(
+        self,
+        store: Store,
+        vg_id: int,
+        stage: int,
+        *,
+        expand: ExpandHook,
+        check: bool,
+        lifecycle_class: type[TaskLifecycle] = TaskLifecycle,
+        now: int = 0,
+        semantics: Semantics | str | Profile = Semantics.INTENDED,
+    ) -> None:
+        self.profile = as_profile(semantics)
+        """The semantics the meta follows (statemeta.semantics); each task's lifecycle too."""
+        self.store = store
+        self.tasks = self._task_table(store)
+        self.expand = expand
+        self.check = check
+        """Check mode: record the trace (status and role changes, heartbeats, acquires)."""
+        self.codec: Codec = codec_for(check)
+        self.lifecycle_class = lifecycle_class
+        self.now = now
+        """ms: the current time, set by the edge before each call."""
+        role = Role.LEADER if vg_id == SNODE_HANDLE else Role.UNINIT
+        self.state = MetaState(vg_id, stage, role)
+        self.outbox: list[Effect] = []
+        """Effects queued for the edge, in order."""
+        self._trace = _Recorder()
+        if role is Role.LEADER:
+            heartbeat.start_chain(self.state.heartbeat, self.state.schedule, now)
+
+    def _task_table(self, store: Store) -> Table:
+        return store.table(TASK_TABLE, STREAM_TASK_KEY_LEN)
+
+    def copy(self, store: Store) -> Self:
+        """A core in the same state over ``store`` (a copy of this core's store), with an
+        empty outbox and trace. The configuration (codec, expand hook, lifecycle class) is
+        shared; a subclass with more state copies it too."""
+        new = object.__new__(type(self))  # copy.copy, without its generic protocol
+        new.__dict__.update(self.__dict__)
+        new.store = store
+        new.tasks = new._task_table(store)
+        new.state = self.state.copy()
+        new.outbox = []
+        new._trace = _Recorder()
+        return new
+
+    def _arm_trigger(self, entry: TaskEntry) -> None:
+        """streamSetupScheduleTrigger: the next trigger, ``trigger_param`` ms from now."""
+        due = self.now + max(1, entry.task.trigger_param)
+        self.state.schedule.arm(due, TimerKind.TRIGGER, entry.id, entry.incarnation)
+
+    def _cancel_timers(self, entry: TaskEntry) -> None:
+        schedule = self.state.schedule
+        for kind in (TimerKind.TRIGGER, TimerKind.TASK):
+            for timer in schedule.of_task(entry, kind):
+                schedule.cancel(timer.seq)
+        entry.timer_active = 0
+
+    def take_trace(self) -> CheckTrace:
+        """What happened since the last call (recorded only in check mode)."""
+        return self._trace.take()
+
+    @property
+    def traced(self) -> bool:
+        """Something was recorded since the last ``take_trace``."""
+        return bool(self._trace)
+
+    def entry(self, stream_id: int, task_id_: int) -> TaskEntry:
+        """The mapped entry of a task (UnknownTaskError if none)."""
+        entry = self.state.entries.get(task_id(stream_id, task_id_))
+        if entry is None:
+            raise UnknownTaskError(stream_id, task_id_)
+        return entry
+
+    def _on_status_change(self, _lifecycle: TaskLifecycle, change: StatusChange) -> None:
+        """Every lifecycle change the core causes: keeps paused_count exact."""
+        if change.new is TaskStatus.PAUSE and change.old is not TaskStatus.PAUSE:
+            self.state.paused_count += 1
+        elif change.old is TaskStatus.PAUSE and change.new is not TaskStatus.PAUSE:
+            self.state.paused_count -= 1
+        if self.check:
+            self._trace.changes.append(change)
+
+    def _apply_role(self, event: RoleEvent) -> RoleRow:
+        state = self.state
+        old = state.role
+        row = role_row(old, event)
+        state.role = row.to_role
+        if self.check:
+            self._trace.roles.append(RoleChange(old, event, row.to_role))
+        return row
+
+    def _add_entry(self, task: StreamTask, ver: int) -> None:
+        """streamTaskInit's runtime part: refcount 1, UNINIT, the trigger timer's reference."""
+        state = self.state
+        entry = TaskEntry(
+            id=task.id,
+            task=task,
+            lifecycle=self.lifecycle_class(semantics=self.profile),
+            incarnation=state.next_incarnation,
+            next_process_ver=ver,
+        )
+        state.next_incarnation += 1
+        if task.trigger_param != 0 and not task.fill_history:
+            entry.trigger_held = True
+            entry.refcount += 1
+            self._arm_trigger(entry)
+        state.ids.append(entry.id)
+        state.entries[entry.id] = entry
+        if not task.fill_history:
+            state.stream_count += 1
+
+    def _ensure_transaction(self) -> None:
+        if not self.store.in_transaction:
+            self.store.begin()
+
+    def _durably(
+        self,
+        upserts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes],
+        apply: Callable[[], None],
+    ) -> None:
+        """Write and commit; only then ``apply`` the memory changes. On failure: roll back."""
+        try:
+            self._ensure_transaction()
+            for key in deletes:
+                self.tasks.delete(key)
+            for key, value in upserts:
+                self.tasks.upsert(key, value)
+            self.store.commit()
+        except BaseException:
+            self._rollback()
+            raise
+        self.state.uncommitted.clear()
+        apply()
+
+    def _rollback(self) -> None:
+        """Back to the last commit, in the store and in the records save_task changed."""
+        if self.store.in_transaction:
+            self.store.abort()
+        state = self.state
+        for tid, task in state.uncommitted.items():
+            entry = state.entries.get(tid)
+            if entry is not None:
+                entry.task = task
+        state.uncommitted.clear()
