@@ -198,6 +198,9 @@ PRIVATE_ALLOWED: dict[str, set[str]] = {
     },
     # py-lmdb exports its database handle type only as lmdb._Database (for annotations)
     "statemeta.store.lmdb_store": {"_Database"},
+    # the keeper's forked child and its own exit must leave at once, without the parent's
+    # atexit handlers and buffers: os._exit is the standard library's one way to do it
+    "statemeta.harness.keeper": {"_exit"},
 }
 """Private names of other libraries a module must use; none of statemeta's own."""
 
