@@ -367,6 +367,7 @@ KEY_IGNORES: dict[type, dict[str, str]] = {
     },
     TaskLifecycle: {
         "listener": "None in a meta: the meta passes its listener to each call",
+        "profile": "the run's semantics: the same in every state of one exploration",
         "prev_status": "no meta operation and no meta view reads it",
         "prev_event": "no meta operation and no meta view reads it",
     },
