@@ -17,15 +17,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from statemeta.semantics import Semantics
+
 __all__ = [
     "MAX_SECONDS",
     "MAX_WORKERS",
     "Parser",
+    "add_semantics",
     "command_line",
     "existing_directory",
     "input_file",
     "int_in",
     "nonnegative_int",
+    "output_directory",
     "output_file",
     "positive_int",
     "seconds",
@@ -148,3 +152,27 @@ def output_file(text: str) -> Path:
     if not path.absolute().parent.is_dir():
         _refuse(text, f"a file path in an existing directory ({path.parent} is not one)")
     return path
+
+
+def output_directory(text: str) -> Path:
+    """An argparse type: a directory to write files into at the end of a long run: one that
+    exists, or a path that can be made (its parent exists and it is not a file)."""
+    path = Path(text)
+    if not text or (path.exists() and not path.is_dir()):
+        _refuse(text, "a directory path (it is a file)" if text else "a directory path")
+    if not path.is_dir() and not path.absolute().parent.is_dir():
+        _refuse(text, f"a directory path whose parent exists ({path.parent} is not one)")
+    return path
+
+
+def add_semantics(parser: argparse.ArgumentParser, *, default: str | None) -> None:
+    """``--semantics seed|intended``, the one definition every command that runs the
+    reference uses (spec/divergences.md); ``default=None``: another source decides (a
+    replayed trace's own semantics)."""
+    parser.add_argument(
+        "--semantics",
+        choices=[s.value for s in Semantics],
+        default=default,
+        help="the reference's semantics (spec/divergences.md; default: "
+        + ("%(default)s)" if default else "the trace's)"),
+    )

@@ -14,18 +14,21 @@ import attrs
 
 from statemeta.cli_args import (
     MAX_WORKERS,
+    add_semantics,
     command_line,
     int_in,
     nonnegative_int,
+    output_directory,
     output_file,
     positive_int,
 )
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.coverage import format_report, invariant_ids, report
-from statemeta.explore.search import Counterexample, Exploration, Stats, explore
+from statemeta.explore.search import Counterexample, Exploration, Stats, Violation, explore
 from statemeta.harness.campaign import run_campaign
 from statemeta.harness.variants import VARIANTS
 from statemeta.json_output import json_text
+from statemeta.semantics import Semantics
 
 DEFAULT_BOUNDS = Bounds()
 DEFAULT_WORKERS = (
@@ -36,6 +39,8 @@ CAMPAIGN_EXAMPLES = 100
 """The property campaign of ``verify``: examples of the level-3 machine (the ``ci`` size)."""
 CAMPAIGN_STEPS = 50
 """Steps per example (Hypothesis' default stateful_step_count)."""
+DEFAULT_TRACE = Path("explore-counterexample.json")
+DEFAULT_TRACE_DIR = Path("explore-violations")
 
 
 def add_bound_options(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +67,21 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int_in(1, MAX_WORKERS), default=DEFAULT_WORKERS,
                         help="processes expanding each large level; the result is the same "
                         "for any number (default: %(default)s)")
+    add_semantics(parser, default=Semantics.INTENDED.value)
+    parser.add_argument("--all-violations", action="store_true",
+                        help="go on past a failure and report every distinct (invariant, "
+                        "operation) violation, each with a shortest trace in --trace-dir "
+                        "(the behaviour with --semantics seed)")
+    parser.add_argument("--trace-dir", type=output_directory, default=DEFAULT_TRACE_DIR,
+                        help="with every violation reported: where their traces are written "
+                        "(made if missing; default: %(default)s)")
+
+
+def all_violations(args: argparse.Namespace) -> bool:
+    """Whether the search goes on past a failure: asked for, or the seed explored (its
+    defects are expected and catalogued; in the intended semantics a failure is a bug, and
+    the first one, a shortest, stops the search)."""
+    return bool(args.all_violations) or Semantics.of(args.semantics) is Semantics.SEED
 
 
 def bounds_from(args: argparse.Namespace) -> Bounds:
@@ -96,8 +116,9 @@ def configure_explore(parser: argparse.ArgumentParser) -> None:
                         help="replay a path to every state found against this implementation")
     parser.add_argument("--depth", type=nonnegative_int, dest="sut_depth", default=None,
                         help="with --sut: paths up to this depth (default: --max-depth)")
-    parser.add_argument("--trace", type=output_file, default=Path("explore-counterexample.json"),
-                        help="where a counterexample is written (default: %(default)s)")
+    parser.add_argument("--trace", type=output_file, default=DEFAULT_TRACE,
+                        help="where a counterexample is written when the first failure stops "
+                        "the search (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
 
@@ -114,13 +135,13 @@ def run_explore(args: argparse.Namespace) -> int:
         keep_paths=args.sut is not None,
         progress=progress,
         workers=args.workers,
+        semantics=args.semantics,
+        all_violations=all_violations(args),
     )
     if progress is not None:
         print(file=sys.stderr)
     doc = report(result)
-    if result.counterexample is not None:
-        write_counterexample(result, args.trace)
-        doc["trace"] = str(args.trace)
+    write_findings(result, doc, args.trace, args.trace_dir)
     if args.sut is not None and result.counterexample is None:
         doc["sut"] = run_sut(args.sut, result)
     print(json_text(doc) if args.json else _text(doc))
@@ -132,6 +153,11 @@ def _text(doc: dict[str, Any]) -> str:
     text = format_report(doc)
     if "trace" in doc:
         text += f"\ncounterexample trace written to {doc['trace']} (statemeta replay runs it)"
+    if "trace_dir" in doc:
+        text += (
+            f"\n{len(doc['violations'])} traces written to {doc['trace_dir']} (statemeta "
+            f"replay runs each: {doc['violations'][0]['trace']})"
+        )
     sut = doc.get("sut")
     if sut is not None:
         text += (
@@ -142,18 +168,56 @@ def _text(doc: dict[str, Any]) -> str:
     return text
 
 
-def serve_command(variant: str) -> str:
-    """The command that serves ``variant`` over the harness protocol."""
-    return f"{sys.executable} -m statemeta.serve --variant {variant}"
+def serve_command(variant: str | None, semantics: Semantics = Semantics.INTENDED) -> str:
+    """The command that serves ``variant`` (or the reference) in ``semantics`` over the
+    harness protocol."""
+    command = f"{sys.executable} -m statemeta.serve"
+    if variant is not None:
+        command += f" --variant {variant}"
+    if semantics is not Semantics.INTENDED:
+        command += f" --semantics {semantics.value}"
+    return command
 
 
-def write_counterexample(result: Exploration, path: Path) -> None:
-    """The counterexample in the harness trace format (``statemeta replay`` runs it)."""
+def write_findings(
+    result: Exploration, doc: dict[str, Any], trace: Path, trace_dir: Path
+) -> None:
+    """Writes what the search found as replayable traces and names them in ``doc``: the one
+    counterexample to ``trace``, or with every violation reported, one file per violation
+    in ``trace_dir``."""
+    if not result.violations:
+        return
+    if not result.all_violations:
+        write_counterexample(result, trace)
+        doc["trace"] = str(trace)
+        doc["violations"][0]["trace"] = str(trace)
+        return
+    trace_dir.mkdir(exist_ok=True)
+    for number, (violation, entry) in enumerate(
+        zip(result.violations, doc["violations"], strict=True), start=1
+    ):
+        path = trace_dir / violation_file(number, violation)
+        write_counterexample(result, path, violation.counterexample)
+        entry["trace"] = str(path)
+    doc["trace_dir"] = str(trace_dir)
+
+
+def violation_file(number: int, violation: Violation) -> str:
+    """A violation's trace file name: its number in the order found, invariant, operation."""
+    return f"{number:02d}-{violation.invariant}-{violation.operation}.json"
+
+
+def write_counterexample(
+    result: Exploration, path: Path, cex: Counterexample | None = None
+) -> None:
+    """A counterexample (by default the first one) in the harness trace format, naming the
+    command that serves what was explored (``statemeta replay`` runs it)."""
     from statemeta.harness.trace import Failure, Trace, TraceStep, write_trace
 
-    cex = result.counterexample
+    cex = cex or result.counterexample
     assert cex is not None
-    sut = serve_command(result.variant) if result.variant else "reference"
+    served = result.variant is not None or result.semantics is not Semantics.INTENDED
+    sut = serve_command(result.variant, result.semantics) if served else "reference"
     trace = Trace(
         level=result.bounds.level,
         sut=sut,
@@ -161,6 +225,7 @@ def write_counterexample(result: Exploration, path: Path) -> None:
         failure=Failure(
             _trace_kind(cex), cex.detail, cex.reference_view, cex.variant_view
         ),
+        semantics=result.semantics,
     )
     write_trace(trace, path)
 
@@ -214,19 +279,24 @@ def run_verify(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     progress = None if args.quiet or args.json else _progress
     result = explore(
-        bounds_from(args), symmetry=args.symmetry, progress=progress, workers=args.workers
+        bounds_from(args),
+        symmetry=args.symmetry,
+        progress=progress,
+        workers=args.workers,
+        semantics=args.semantics,
+        all_violations=all_violations(args),
     )
     if progress is not None:
         print(file=sys.stderr)
     doc = report(result)
-    if result.counterexample is not None:
-        write_counterexample(result, Path("explore-counterexample.json"))
-    campaign = run_campaign(args.examples, args.steps)
+    write_findings(result, doc, DEFAULT_TRACE, args.trace_dir)
+    campaign = run_campaign(args.examples, args.steps, semantics=args.semantics)
     campaign_doc = campaign.to_json()
     steps, failure = campaign.steps, campaign.failure
     ok = result.counterexample is None and failure is None
     summary = {
         "ok": ok,
+        "semantics": result.semantics.value,
         "explore": doc,
         "campaign": campaign_doc,
         "seconds": round(time.perf_counter() - started, 1),
@@ -237,9 +307,9 @@ def run_verify(args: argparse.Namespace) -> int:
         lifecycle = doc["lifecycle_rows"]
         roles = doc["role_rows"]
         campaign_rows = campaign_doc["lifecycle_rows"]
-        print(format_report(doc))
+        print(_text(doc))
         print(
-            f"\nverify: {doc['states']} states "
+            f"\nverify ({doc['semantics']} semantics): {doc['states']} states "
             + ("explored exhaustively" if result.complete else "explored up to a counterexample")
             + f" (depth {doc['depth']}), "
             f"lifecycle rows {len(lifecycle['taken'])}/{lifecycle['total']}, role rows "

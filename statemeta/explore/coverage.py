@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from statemeta import invariants
-from statemeta.explore.search import Exploration
+from statemeta.explore.search import Exploration, Violation
 from statemeta.lifecycle import LIFECYCLE_ROWS
 from statemeta.roles import ROLE_ROWS
 from statemeta.tables import Role
@@ -64,7 +64,9 @@ def report(result: Exploration) -> dict[str, Any]:
     counterexample = result.counterexample
     return {
         "bounds": bounds.to_json(),
+        "semantics": result.semantics.value,
         "variant": result.variant,
+        "all_violations": result.all_violations,
         "symmetry": result.symmetry,
         "complete": result.complete,
         "states": stats.states,
@@ -93,6 +95,20 @@ def report(result: Exploration) -> dict[str, Any]:
             "length": len(counterexample.steps),
             "ops": [repr(op) for op in counterexample.ops],
         },
+        "violations": [violation_json(v) for v in result.violations],
+    }
+
+
+def violation_json(violation: Violation) -> dict[str, Any]:
+    """One distinct violation (the CLI adds the path of its trace file)."""
+    cex = violation.counterexample
+    return {
+        "invariant": violation.invariant,
+        "operation": violation.operation,
+        "length": len(cex.steps),
+        "kind": cex.kind,
+        "detail": cex.detail,
+        "ops": [repr(op) for op in cex.ops],
     }
 
 
@@ -116,10 +132,22 @@ def format_report(doc: dict[str, Any]) -> str:
     lines += [f"  not reached: {m['row']}: {m['reason']}" for m in lifecycle["not_reached"]]
     lines.append(f"role rows taken: {len(roles['taken'])}/{roles['total']}")
     lines += [f"  not reached: {m['row']}: {m['reason']}" for m in roles["not_reached"]]
+    lines.append(f"semantics: {doc['semantics']}" + (
+        f", variant {doc['variant']}" if doc["variant"] else ""))
     cex = doc["counterexample"]
     if cex is None:
         lines.append("no invariant fails" + ("" if doc["complete"] else " (search incomplete)"))
-    else:
+    elif not doc["all_violations"]:
         lines.append(f"FAILED ({cex['kind']}) after {cex['length']} steps: {cex['detail']}")
         lines += [f"  {i + 1}. {op}" for i, op in enumerate(cex["ops"])]
+    else:
+        violations = doc["violations"]
+        lines.append(
+            f"FAILED: {len(violations)} distinct violations (invariant, operation), each with "
+            "a shortest trace:"
+        )
+        for v in violations:
+            lines.append(f"  {v['invariant']} by {v['operation']}, {v['length']} steps: "
+                         f"{v['detail']}")
+            lines += [f"    {i + 1}. {op}" for i, op in enumerate(v["ops"])]
     return "\n".join(lines)

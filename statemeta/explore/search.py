@@ -1,5 +1,5 @@
 """Breadth-first search over the reference's states: every invariant in every state, and the
-shortest counterexample when one fails.
+shortest counterexample when one fails (or, with ``all_violations``, every distinct one).
 
 The explored system is the reference adapter, or, for a broken variant, the pair (reference,
 variant) driven in lockstep and compared after every step exactly as the harness compares an
@@ -18,6 +18,15 @@ counterexample is a shortest one. Its results are recomputed by replaying it on 
 that check everything after every operation, which also checks that it fails again. Large
 levels may be expanded by worker processes; the parent merges what they found in the serial
 order.
+
+With ``all_violations`` the search does not stop at a failure: a violating state is neither
+kept nor expanded (a trace through it would show two faults at once), the search goes on, and
+the first failure of each (invariant, operation) pair in the serial order, a shortest one by
+the same argument, becomes a ``Violation``. The seed's defects are collected this way. (The
+pair is the search's, which checks the state invariants after the operation; the replay
+checks the whole catalogue inside it and may name another invariant first, e.g. a variant's
+refcount where the search saw the results differ: a violation is listed under the replay's
+pair, once.)
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from statemeta.invariants import check_view, reopen, store_mirror
 from statemeta.lifecycle import TaskStatus
 from statemeta.meta.core import TASK_TABLE
 from statemeta.roles import Role, RoleEvent, role_row
+from statemeta.semantics import Semantics
 from statemeta.store import MemoryStore
 from statemeta.tables import TransitionRow
 
@@ -98,6 +108,27 @@ class Counterexample:
         return tuple(s.op for s in self.steps)
 
 
+ROOT_OPERATION = "start"
+"""The operation a violation names when the empty meta itself breaks an invariant."""
+
+
+@attrs.frozen
+class Violation:
+    """One distinct failure: an invariant broken by an operation, with a shortest trace."""
+
+    invariant: str
+    """The broken invariant's id (spec/invariants.md) as the replay on fresh adapters that
+    check everything after every operation reports it (as its trace file does); with a
+    variant also ``result`` or ``view`` (the two sides differ); ``crash`` for an exception
+    that is no statemeta error."""
+    counterexample: Counterexample
+
+    @property
+    def operation(self) -> str:
+        ops = self.counterexample.ops
+        return ops[-1].name if ops else ROOT_OPERATION
+
+
 @attrs.define
 class Exploration:
     """What one search found."""
@@ -107,8 +138,10 @@ class Exploration:
     symmetry: bool
     stats: Stats
     complete: bool
-    """Every state within the bounds was visited (no failure stopped the search)."""
+    """Every state within the bounds was visited (no failure stopped the search; with
+    all_violations, violating states are not expanded and the search is complete)."""
     counterexample: Counterexample | None
+    """The first failure found: a shortest one."""
     coverage: Coverage
     statuses: frozenset[TaskStatus]
     """Task statuses seen in some state."""
@@ -117,13 +150,35 @@ class Exploration:
     pass through every state found)."""
     workers: int = 1
     """Processes that expanded the large levels."""
+    semantics: Semantics = Semantics.INTENDED
+    """The reference's semantics (and the variant's)."""
+    violations: tuple[Violation, ...] = ()
+    """Each distinct failure, in the order found (shortest first); without all_violations,
+    the one that stopped the search."""
+    all_violations: bool = False
 
 
 class _Failure(Exception):
-    def __init__(self, kind: str, detail: str) -> None:
+    def __init__(self, kind: str, detail: str, invariant: str) -> None:
         super().__init__(detail)
         self.kind = kind
         self.detail = detail
+        self.invariant = invariant
+
+
+@attrs.frozen
+class _Found:
+    """A failure an expansion met (plain data: workers send it to the parent)."""
+
+    position: int
+    """Its state's place in the frontier."""
+    op_index: int
+    kind: str
+    detail: str
+    invariant: str
+
+    def failure(self) -> _Failure:
+        return _Failure(self.kind, self.detail, self.invariant)
 
 
 System = list["ForkableReference"]
@@ -164,8 +219,8 @@ class _Expansion:
     start: int
     """The frontier position of the first state expanded."""
     found: list[_Child] = attrs.field(factory=list)
-    failure: tuple[int, int, str, str] | None = None
-    """(frontier position, op index, kind, detail) of the first failure; the expansion stops."""
+    failures: list[_Found] = attrs.field(factory=list)
+    """The failures met, in order; without all_violations the expansion stops at the first."""
     transitions: int = 0
     mirrored: int = 0
     lifecycle_rows: Counter[TransitionRow] = attrs.field(factory=Counter)
@@ -189,6 +244,8 @@ class _Level:
     keep_systems: bool
     """The level is not the last: its children are expanded next (in this process, on the
     adapters found; after a parallel level, on adapters rebuilt from their paths)."""
+    all_violations: bool = False
+    """Go on past a failure (the failing state is dropped)."""
 
 
 PARALLEL_MIN_STATES = 64
@@ -206,8 +263,12 @@ def explore(
     keep_paths: bool = False,
     progress: Progress | None = None,
     workers: int = 1,
+    semantics: Semantics | str = Semantics.INTENDED,
+    all_violations: bool = False,
 ) -> Exploration:
-    """Visit every state reachable within ``bounds``; stop at the first failure.
+    """Visit every state reachable within ``bounds`` of the reference in ``semantics`` (and
+    of ``variant`` in it); stop at the first failure, or with ``all_violations`` collect the
+    first of each (invariant, operation) pair and go on.
 
     With ``workers`` > 1 each large level is expanded by that many processes, each over a run
     of the frontier; the parent merges what they found in the serial order, so the states,
@@ -220,7 +281,9 @@ def explore(
     alphabet: _Alphabet = [
         (op, BUDGETED.get(op.name), _task_slot(op)) for op in bounds.alphabet()
     ]
-    root = _start(bounds.level, variant, deferred=True)
+    semantics = Semantics.of(semantics)
+    start = functools.partial(_start, bounds.level, variant, semantics)
+    root = start(deferred=True)
     coverage = root[0].coverage
     budgets = bounds.budgets()
     root_key, root_twins = _key(abstraction, root, budgets)
@@ -228,26 +291,33 @@ def explore(
     has_child: set[Hashable] = set()
     stats = Stats()
     frontier = [_Visit(root_key, budgets, root_twins, root)]
-    found: Counterexample | None = None
+    violations: dict[tuple[str, str], Violation] = {}
+    """By the replay's (invariant, operation)."""
+    met: set[tuple[str, str]] = set()
+    """The search's (invariant, operation) pairs replayed so far."""
+    stopped = False
     try:
         _check_state(root)
     except _Failure as failure:
-        found = _counterexample(bounds, variant, [], failure)
+        violation = _violation(start, [], failure)
+        violations[violation.invariant, violation.operation] = violation
+        stopped = not all_violations
         frontier = []
     for depth in range(bounds.max_depth):
         level = _Level(
             abstraction, alphabet, root, coverage, parents, frontier,
-            keep_systems=depth + 1 < bounds.max_depth,
+            keep_systems=depth + 1 < bounds.max_depth, all_violations=all_violations,
         )
         if workers > 1 and len(frontier) >= PARALLEL_MIN_STATES:
             expansions = _expand_in_parallel(level, workers)
         else:
             expansions = [_expand_here(level, stats, started, progress)]
-        first = min((e.failure for e in expansions if e.failure is not None), default=None)
+        failures = [f for e in expansions for f in e.failures]  # in the serial order
+        first = failures[0] if failures and not all_violations else None
         next_frontier: list[_Visit] = []
         new_states = 0
         for expansion in expansions:
-            if first is not None and expansion.start > first[0]:
+            if first is not None and expansion.start > first.position:
                 break  # the serial search stops at the failure: it never gets here
             stats.transitions += expansion.transitions
             stats.mirrored += expansion.mirrored
@@ -265,10 +335,16 @@ def explore(
                     next_frontier.append(_Visit(child.key, child.left, child.twins, child.system))
         stats.states += new_states
         stats.per_depth.append(new_states)
+        for failure_found in failures[:1] if first is not None else failures:
+            op = alphabet[failure_found.op_index][0]
+            if (failure_found.invariant, op.name) in met:
+                continue  # a shortest trace of it is already kept
+            met.add((failure_found.invariant, op.name))
+            path = [*_path(parents, frontier[failure_found.position].key), op]
+            violation = _violation(start, path, failure_found.failure())
+            violations.setdefault((violation.invariant, violation.operation), violation)
         if first is not None:
-            position, op_index, kind, detail = first
-            path = [*_path(parents, frontier[position].key), alphabet[op_index][0]]
-            found = _counterexample(bounds, variant, path, _Failure(kind, detail))
+            stopped = True
             break
         stats.depth = depth + 1
         if progress is not None:
@@ -279,21 +355,25 @@ def explore(
             break
     stats.seconds = time.perf_counter() - started
     leaves: tuple[tuple[Op, ...], ...] = ()
-    if keep_paths and found is None:
+    if keep_paths and not violations:
         leaves = tuple(tuple(_path(parents, k)) for k in parents if k not in has_child)
     for adapter in root:
         adapter.stop()
+    found = tuple(violations.values())
     return Exploration(
         bounds=bounds,
         variant=variant,
         symmetry=symmetry,
         stats=stats,
-        complete=found is None,
-        counterexample=found,
+        complete=not stopped,
+        counterexample=found[0].counterexample if found else None,
         coverage=coverage,
         statuses=frozenset(abstraction.statuses),
         leaves=leaves,
         workers=workers,
+        semantics=semantics,
+        violations=found,
+        all_violations=all_violations,
     )
 
 
@@ -370,7 +450,8 @@ def _expand(
     keep_systems: bool,
 ) -> _Expansion:
     """Every operation from each state at ``positions``, in order, each on a fork of it; the
-    successors no earlier level had, each checked once; stops at the first failure."""
+    successors no earlier level had, each checked once; stops at the first failure (with
+    all_violations: records it, drops the failing state and goes on)."""
     expansion = _Expansion(positions.start)
     seen: set[Hashable] = set()
     abstraction = level.abstraction
@@ -393,8 +474,11 @@ def _expand(
             try:
                 _step(work, op, [])
             except _Failure as failure:
-                expansion.failure = (position, op_index, failure.kind, failure.detail)
-                return expansion
+                expansion.failures.append(_found(position, op_index, failure))
+                if not level.all_violations:
+                    return expansion
+                work = None  # the failing state is dropped
+                continue
             expansion.transitions += 1
             child, twins = _key(abstraction, work, child_left)
             if child == visit.key:
@@ -403,8 +487,11 @@ def _expand(
                 try:
                     _check_state(work)
                 except _Failure as failure:
-                    expansion.failure = (position, op_index, failure.kind, failure.detail)
-                    return expansion
+                    expansion.failures.append(_found(position, op_index, failure))
+                    if not level.all_violations:
+                        return expansion
+                    work = None  # the failing state is dropped (met again, it fails again)
+                    continue
                 seen.add(child)
                 expansion.found.append(_Child(
                     position, op_index, child, child_left, twins,
@@ -429,14 +516,20 @@ class ForkableReference(ReferenceAdapter):
         self.meta.check_state = not self.deferred_state_checks
 
 
+def _found(position: int, op_index: int, failure: _Failure) -> _Found:
+    return _Found(position, op_index, failure.kind, failure.detail, failure.invariant)
+
+
 def _fork(system: System) -> System:
     return [adapter.fork() for adapter in system]
 
 
-def _start(level: int, variant: str | None, *, deferred: bool = False) -> System:
-    system = [ForkableReference()]
+def _start(
+    level: int, variant: str | None, semantics: Semantics, *, deferred: bool = False
+) -> System:
+    system = [ForkableReference(semantics=semantics)]
     if variant is not None:
-        system.append(ForkableReference(variant))
+        system.append(ForkableReference(variant, semantics=semantics))
     for adapter in system:
         adapter.deferred_state_checks = deferred
         adapter.start(level)
@@ -452,7 +545,9 @@ def _check_state(system: System) -> None:
             check_view(view)
             store_mirror(view, meta.stored_tasks())
         except InvariantViolation as violation:
-            raise _Failure("invariant", f"{side}: {violation}") from violation
+            raise _Failure(
+                "invariant", f"{side}: {violation}", violation.invariant_id
+            ) from violation
 
 
 def _key(
@@ -498,9 +593,11 @@ def _step(system: System, op: Op, results: list[dict[str, Json]]) -> None:
             if expected is not None:
                 reopen(expected, adapter.meta.view())
         except InvariantViolation as violation:
-            raise _Failure("invariant", f"{side}: {violation}") from violation
+            raise _Failure(
+                "invariant", f"{side}: {violation}", violation.invariant_id
+            ) from violation
         except Exception as error:  # the reference must not fail in any other way
-            raise _Failure("crash", f"{side}: {type(error).__name__}: {error}") from error
+            raise _Failure("crash", f"{side}: {type(error).__name__}: {error}", "crash") from error
     if len(system) == 2:
         _compare(op, results[0], results[1], system)
 
@@ -513,7 +610,11 @@ def _compare(
     try:
         compare_step(op, reference, variant, system[0].view(), system[1].view())
     except Divergence as divergence:
-        raise _Failure(divergence.kind, divergence.detail) from divergence
+        cause = divergence.__cause__
+        invariant = (
+            cause.invariant_id if isinstance(cause, InvariantViolation) else divergence.kind
+        )
+        raise _Failure(divergence.kind, divergence.detail, invariant) from divergence
 
 
 def _count_close(coverage: Coverage, role: Role) -> None:
@@ -553,11 +654,11 @@ def _path(parents: dict[Hashable, tuple[Hashable, Op] | None], key: Hashable) ->
     return ops
 
 
-def _counterexample(
-    bounds: Bounds, variant: str | None, ops: Sequence[Op], failure: _Failure
-) -> Counterexample:
-    """Replays ``ops`` on fresh adapters to record each side's results (and to fail again)."""
-    system = _start(bounds.level, variant)
+def _violation(start: Callable[[], System], ops: Sequence[Op], failure: _Failure) -> Violation:
+    """Replays ``ops`` on fresh adapters (made by ``start``) to record each side's results
+    (and to fail again, at the last operation)."""
+    system = start()
+    variant = len(system) > 1
     steps: list[Step] = []
     try:
         for op in ops:
@@ -567,8 +668,9 @@ def _counterexample(
             except _Failure as again:
                 reference = results[0] if results else {"error": "InvariantViolation"}
                 steps.append(Step(op, reference, results[1] if len(results) > 1 else None))
-                return Counterexample(tuple(steps), again.kind, again.detail, *_views(system))
-            steps.append(Step(op, results[0], results[1] if variant is not None else None))
+                cex = Counterexample(tuple(steps), again.kind, again.detail, *_views(system))
+                return Violation(again.invariant, cex)
+            steps.append(Step(op, results[0], results[1] if variant else None))
     finally:
         for adapter in system:
             adapter.stop()

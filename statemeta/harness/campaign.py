@@ -20,7 +20,7 @@ import attrs
 from hypothesis import seed
 from hypothesis.stateful import get_state_machine_test
 
-from statemeta.cli_args import positive_int
+from statemeta.cli_args import add_semantics, positive_int
 from statemeta.harness.cli_check import Progress, check_settings
 from statemeta.harness.machine import build_machine
 from statemeta.harness.minimize import without_shrinking
@@ -29,6 +29,7 @@ from statemeta.harness.reference import Backend, Coverage, ReferenceAdapter
 from statemeta.json_output import json_text
 from statemeta.lifecycle import LIFECYCLE_ROWS
 from statemeta.roles import ROLE_ROWS
+from statemeta.semantics import Semantics
 
 __all__ = ["COMMANDS", "CampaignReport", "run_campaign"]
 
@@ -43,6 +44,8 @@ class CampaignReport:
     seconds: float
     coverage: Coverage
     failure: str | None
+    semantics: Semantics = Semantics.INTENDED
+    """The reference's semantics: in the seed's, a failure is the seed breaking an invariant."""
 
     @property
     def steps_per_second(self) -> float:
@@ -52,6 +55,7 @@ class CampaignReport:
         taken = self.coverage.lifecycle_rows
         roles = self.coverage.role_rows
         return {
+            "semantics": self.semantics.value,
             "examples": self.examples,
             "steps_run": self.steps,
             "seconds": round(self.seconds, 1),
@@ -78,17 +82,20 @@ def run_campaign(
     seed_value: int = 0,
     backend: Backend = "memory",
     progress: Progress | None = None,
+    semantics: Semantics | str = Semantics.INTENDED,
 ) -> CampaignReport:
     """Runs ``examples`` examples of up to ``steps`` rule calls each (a rule call is one
-    operation or a walk of several), from ``seed_value``; stops at the first failure."""
+    operation or a walk of several), from ``seed_value``, over the reference in
+    ``semantics``; stops at the first failure."""
     counted = progress or Progress(None)
     coverage = Coverage()
+    semantics = Semantics.of(semantics)
 
     class CampaignReference(ReferenceAdapter):
         """The reference, adding to the campaign's coverage and progress."""
 
         def __init__(self) -> None:
-            super().__init__(backend=backend)
+            super().__init__(backend=backend, semantics=semantics)
             self.coverage = coverage
 
         def start(self, level: int) -> None:
@@ -110,7 +117,8 @@ def run_campaign(
         where = f"operation {counted.example_steps} of the failing example"
         failure = f"{type(error).__name__} at {where}: {error}"
     return CampaignReport(
-        counted.examples, counted.steps, time.perf_counter() - began, coverage, failure
+        counted.examples, counted.steps, time.perf_counter() - began, coverage, failure,
+        semantics,
     )
 
 
@@ -120,7 +128,8 @@ def format_campaign(report: CampaignReport) -> str:
     lifecycle = doc["lifecycle_rows"]
     roles = doc["role_rows"]
     lines = [
-        f"property campaign: {report.steps} steps in {report.examples} examples, "
+        f"property campaign ({report.semantics.value} semantics): {report.steps} steps in "
+        f"{report.examples} examples, "
         f"{report.seconds:.1f} s ({report.steps_per_second:.0f} steps/s)",
         f"lifecycle rows reached: {len(lifecycle['taken'])}/{lifecycle['total']}",
         *(f"  not reached: {label}" for label in lifecycle["not_reached"]),
@@ -139,6 +148,7 @@ def configure_campaign(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="default: 0")
     parser.add_argument("--backend", choices=("memory", "lmdb"), default="memory",
                         help="the store (default: memory)")
+    add_semantics(parser, default=Semantics.INTENDED.value)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
 
@@ -147,7 +157,7 @@ def run_campaign_command(args: argparse.Namespace) -> int:
     progress = Progress(None if args.quiet or args.json else sys.stderr, interval=10.0)
     report = run_campaign(
         args.examples, args.steps, seed_value=args.seed, backend=args.backend,
-        progress=progress
+        progress=progress, semantics=args.semantics,
     )
     print(json_text(report.to_json()) if args.json else format_campaign(report))
     return 0 if report.failure is None else 1

@@ -34,7 +34,13 @@ from hypothesis import HealthCheck, Verbosity, seed, settings
 from hypothesis.errors import FlakyFailure
 from hypothesis.stateful import get_state_machine_test
 
-from statemeta.cli_args import command_line, output_file, positive_int, seconds
+from statemeta.cli_args import (
+    add_semantics,
+    command_line,
+    output_file,
+    positive_int,
+    seconds,
+)
 from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.machine import Divergence, build_machine
@@ -232,19 +238,9 @@ def _add_sut(parser: argparse.ArgumentParser, *, required: bool) -> None:
     )
 
 
-def _add_semantics(parser: argparse.ArgumentParser, *, default: str | None) -> None:
-    parser.add_argument(
-        "--semantics",
-        choices=[s.value for s in Semantics],
-        default=default,
-        help="the reference's semantics (spec/divergences.md; default: "
-        + ("%(default)s)" if default else "the trace's)"),
-    )
-
-
 def configure_check(parser: argparse.ArgumentParser) -> None:
     _add_sut(parser, required=True)
-    _add_semantics(parser, default=Semantics.INTENDED.value)
+    add_semantics(parser, default=Semantics.INTENDED.value)
     parser.add_argument("--level", type=int, choices=LEVELS, default=2, help="default: 2")
     parser.add_argument("--examples", type=positive_int, default=100, help="default: 100")
     parser.add_argument("--steps", type=positive_int, default=50, help="steps per example (50)")
@@ -261,7 +257,7 @@ def configure_check(parser: argparse.ArgumentParser) -> None:
 def configure_replay(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", type=Path, metavar="TRACE", help="a trace written by check")
     _add_sut(parser, required=False)
-    _add_semantics(parser, default=None)
+    add_semantics(parser, default=None)
 
 
 def _handshake(sut: SubprocessAdapter, level: int) -> str | None:
