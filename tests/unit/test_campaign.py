@@ -67,3 +67,26 @@ def test_the_command_prints_json_and_exits_by_the_verdict(
 def test_the_lmdb_backend_runs() -> None:
     report = run_campaign(3, 10, seed_value=0, backend="lmdb")
     assert report.failure is None and report.steps > 0
+
+
+def test_the_campaign_runs_the_reference_in_the_semantics_asked_for(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[str] = []
+
+    class Recorded(ReferenceAdapter):
+        def start(self, level: int) -> None:
+            made.append(self.semantics.value)
+            super().start(level)
+
+    monkeypatch.setattr(campaign, "ReferenceAdapter", Recorded)
+    report = run_campaign(3, 10, seed_value=0, semantics="seed")
+    assert made and set(made) == {"seed"}
+    assert report.to_json()["semantics"] == "seed"
+    code = main(["campaign", "--examples", "3", "--steps", "10", "--semantics", "seed", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["semantics"] == "seed" and code == (0 if doc["failure"] is None else 1)
+    made.clear()
+    assert main(["campaign", "--examples", "2", "--steps", "5", "--quiet"]) == 0
+    assert set(made) == {"intended"}
+    assert "property campaign (intended semantics)" in capsys.readouterr().out

@@ -280,6 +280,8 @@ def test_verify_explores_the_default_bounds_completely(capsys: pytest.CaptureFix
     summary = json.loads(capsys.readouterr().out)
     doc = summary["explore"]
     assert code == 0 and summary["ok"]
+    assert summary["semantics"] == doc["semantics"] == "intended"
+    assert doc["violations"] == [] and not doc["all_violations"]
     assert doc["complete"] and doc["depth"] == Bounds().max_depth
     assert doc["bounds"]["slots"] == ["s1", "s3", "f1", "h1"]
     assert not doc["role_rows"]["not_reached"]

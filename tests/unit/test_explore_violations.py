@@ -1,0 +1,256 @@
+"""The explorer in either semantics, and every distinct violation it finds.
+
+``--semantics`` (one option of statemeta.cli_args for check, replay, explore, verify and
+campaign) reaches the explored reference; ``--all-violations`` (and ``--semantics seed``)
+goes on past a failure and writes one replayable trace per (invariant, operation), each a
+shortest one. The seed profile has no switch yet that breaks a meta invariant, so the
+mechanism is shown with broken variants, which do.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from statemeta.cli import main
+from statemeta.explore import search
+from statemeta.explore.bounds import Bounds
+from statemeta.explore.search import explore
+from statemeta.harness.operations import Op
+from statemeta.harness.reference import ReferenceAdapter
+from statemeta.harness.trace import read_trace, replay
+from statemeta.semantics import Semantics
+
+ONE_TASK = Bounds(
+    stream_tasks=1, fill_history=False, role_changes=0, start_rounds=0, reopens=0, faults=0,
+    clock_advances=0, max_depth=3,
+)
+BOUND_ARGS = [
+    "--stream-tasks", "1", "--no-fill-history", "--role-changes", "0", "--start-rounds", "0",
+    "--reopens", "0", "--faults", "0", "--clock-advances", "0", "--max-depth", "3",
+    "--workers", "1",
+]
+"""ONE_TASK on the command line."""
+FORGETS_STOP = "paused_count_forgets_stop"
+"""A variant that breaks paused-count through four different operations (every way out of
+PAUSE but resume), each first reached in three steps."""
+FORGETS_STOP_VIOLATIONS = [
+    ("paused-count", "unregister"),
+    ("paused-count", "handle_event"),
+    ("paused-count", "stop_all"),
+    ("paused-count", "notify_close"),
+]
+
+
+def _pairs(result: search.Exploration) -> list[tuple[str, str]]:
+    return [(v.invariant, v.operation) for v in result.violations]
+
+
+def test_every_distinct_violation_is_collected_each_with_a_shortest_trace() -> None:
+    first = explore(ONE_TASK, variant=FORGETS_STOP)
+    every = explore(ONE_TASK, variant=FORGETS_STOP, all_violations=True)
+    assert not first.all_violations and len(first.violations) == 1 and not first.complete
+    assert every.all_violations and every.complete
+    assert _pairs(every) == FORGETS_STOP_VIOLATIONS
+    assert every.violations[0] == first.violations[0]  # the first one is still the shortest
+    assert every.counterexample == first.counterexample
+    for violation in every.violations:
+        ops = violation.counterexample.ops
+        assert len(ops) == 3 and ops[-1].name == violation.operation
+        assert violation.invariant in violation.counterexample.detail
+    # Going on past the failures explores every other state: the deepest level is finished.
+    assert every.stats.depth == ONE_TASK.max_depth
+    assert every.stats.states > first.stats.states
+
+
+def test_a_violating_state_is_not_expanded() -> None:
+    """Deeper bounds find the same pairs: no trace runs through an earlier violation (each
+    would fail before its end), and none is longer than the shortest of its pair."""
+    deeper = explore(attrs.evolve(ONE_TASK, max_depth=5), variant=FORGETS_STOP,
+                     all_violations=True)
+    assert _pairs(deeper) == FORGETS_STOP_VIOLATIONS
+    assert [len(v.counterexample.steps) for v in deeper.violations] == [3, 3, 3, 3]
+
+
+@pytest.mark.parametrize("where", ["state", "transition"])
+def test_a_state_failing_a_planted_check_is_neither_kept_nor_expanded(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that fails wherever a task is registered, planted as a state invariant (the
+    search checks it on each new state; the replay's adapters, which check everything inside
+    each operation, after every step) or as a trace invariant (after every transition): the
+    one violation is register's, and no state past it is ever found."""
+
+    def planted(system: search.System) -> None:
+        if system[0].view()["ids"]:
+            raise search._Failure("invariant", "planted: a task is registered", "planted")
+
+    step = search._step
+
+    def step_then_check(system: search.System, op: Op, results: list[dict[str, Any]]) -> None:
+        step(system, op, results)
+        if where == "transition" or not system[0].deferred_state_checks:
+            planted(system)
+
+    if where == "state":
+        monkeypatch.setattr(search, "_check_state", planted)
+    monkeypatch.setattr(search, "_step", step_then_check)
+    result = explore(ONE_TASK, all_violations=True)
+    assert _pairs(result) == [("planted", "register")]
+    assert result.violations[0].counterexample.ops == (Op.of("register", task="s1"),)
+    assert result.complete
+    assert result.stats.per_depth == [1, 1, 0]  # the states with no task: empty, and loaded
+
+
+def test_violations_from_parallel_workers_are_the_serial_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bounds = attrs.evolve(ONE_TASK, reopens=1, max_depth=4)
+    serial = explore(bounds, variant="delete_without_commit", all_violations=True)
+    monkeypatch.setattr(search, "PARALLEL_MIN_STATES", 1)
+    parallel = explore(bounds, variant="delete_without_commit", all_violations=True, workers=2)
+    assert len(serial.violations) >= 2
+    assert parallel.violations == serial.violations
+    assert attrs.evolve(parallel.stats, seconds=0) == attrs.evolve(serial.stats, seconds=0)
+
+
+def test_a_violation_is_named_as_its_replay_fails() -> None:
+    """The search sees release_below_zero's results differ first (it checks the state
+    invariants after the operation); the replay's own check names refcount, as the trace does."""
+    result = explore(attrs.evolve(ONE_TASK, max_depth=2), variant="release_below_zero",
+                     all_violations=True)
+    assert _pairs(result) == [("refcount", "release")]
+    assert result.violations[0].counterexample.kind == "invariant"
+
+
+def test_the_explorer_explores_the_seed() -> None:
+    """The seed's lifecycle (L1: PAUSE -> PAUSE overwrites prev, ...) gives other states."""
+    bounds = attrs.evolve(ONE_TASK, max_depth=4)
+    intended = explore(bounds)
+    seed = explore(bounds, semantics="seed")
+    assert intended.semantics is Semantics.INTENDED and seed.semantics is Semantics.SEED
+    assert seed.stats.per_depth != intended.stats.per_depth
+
+
+def _explore_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code = main(["explore", *BOUND_ARGS, "--json", *argv])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_the_cli_lists_every_violation_and_each_trace_replays_against_the_served_variant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "violations"
+    code, doc = _explore_json(
+        capsys, "--variant", FORGETS_STOP, "--all-violations", "--trace-dir", str(out)
+    )
+    assert code == 1
+    assert doc["semantics"] == "intended" and doc["all_violations"] and doc["complete"]
+    assert doc["trace_dir"] == str(out)
+    listed = doc["violations"]
+    assert [(v["invariant"], v["operation"]) for v in listed] == FORGETS_STOP_VIOLATIONS
+    assert sorted(p.name for p in out.iterdir()) == sorted(Path(v["trace"]).name for v in listed)
+    for entry in listed:
+        assert entry["length"] == 3 and entry["invariant"] in entry["detail"]
+        trace = read_trace(Path(entry["trace"]))
+        assert trace.sut == f"{sys.executable} -m statemeta.serve --variant {FORGETS_STOP}"
+        assert [repr(op) for op in trace.ops] == entry["ops"]
+        assert main(["replay", entry["trace"]]) == 1, entry  # fails again, over the protocol
+        assert "still fails" in capsys.readouterr().out
+
+
+def test_by_default_the_first_failure_stops_the_search(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "cex.json"
+    code, doc = _explore_json(capsys, "--variant", FORGETS_STOP, "--trace", str(trace))
+    assert code == 1 and not doc["all_violations"] and not doc["complete"]
+    assert [v["trace"] for v in doc["violations"]] == [str(trace)] == [doc["trace"]]
+    assert doc["counterexample"]["ops"] == doc["violations"][0]["ops"]
+
+
+def test_the_intended_semantics_passes_with_every_violation_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "none"
+    code, doc = _explore_json(capsys, "--all-violations", "--trace-dir", str(out))
+    assert code == 0 and doc["violations"] == [] and doc["semantics"] == "intended"
+    assert not out.exists()
+
+
+def test_the_seed_is_explored_for_every_violation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--semantics seed`` names the seed and goes on past failures; its verdict is its
+    violations (none while the seed profile has only lifecycle switches: not asserted)."""
+    out = tmp_path / "seed"
+    code, doc = _explore_json(capsys, "--semantics", "seed", "--trace-dir", str(out))
+    assert doc["semantics"] == "seed" and doc["all_violations"] and doc["complete"]
+    assert code == (1 if doc["violations"] else 0)
+    for entry in doc["violations"]:
+        trace = read_trace(Path(entry["trace"]))
+        assert trace.semantics is Semantics.SEED
+        assert trace.sut.endswith("-m statemeta.serve --semantics seed")
+
+
+def test_a_seed_trace_replays_against_the_served_seed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The path a seed defect takes, shown with a variant explored in the seed semantics: the
+    trace names the served command and the semantics, and ``statemeta replay`` runs it."""
+    out = tmp_path / "seed"
+    code, doc = _explore_json(
+        capsys, "--semantics", "seed", "--variant", "release_below_zero", "--max-depth", "2",
+        "--trace-dir", str(out),
+    )
+    assert code == 1 and doc["semantics"] == "seed"
+    [entry] = doc["violations"]
+    assert (entry["invariant"], entry["operation"], entry["length"]) == ("refcount", "release", 2)
+    trace = read_trace(Path(entry["trace"]))
+    assert trace.semantics is Semantics.SEED
+    assert trace.sut.endswith("-m statemeta.serve --variant release_below_zero --semantics seed")
+    assert main(["replay", entry["trace"]]) == 1
+    assert "seed semantics" in capsys.readouterr().out
+    again = replay(
+        trace.ops, level=trace.level,
+        sut=ReferenceAdapter("release_below_zero", check_invariants=False, semantics="seed"),
+        sut_command=trace.sut,
+    )
+    assert again is not None and again.ops == (
+        Op.of("register", task="s1"), Op.of("release", task="s1")
+    )
+
+
+def test_verify_takes_the_semantics(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["verify", *BOUND_ARGS, "--semantics", "seed", "--examples", "2", "--steps",
+                 "5", "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["semantics"] == "seed"
+    assert summary["explore"]["semantics"] == "seed" and summary["explore"]["all_violations"]
+    assert summary["campaign"]["semantics"] == "seed"
+    assert code == (0 if summary["ok"] else 1)
+
+
+@pytest.mark.parametrize("command", ["explore", "verify", "campaign"])
+def test_an_unknown_semantics_is_refused(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--semantics", "tdengine"])
+    assert exited.value.code == 2
+    assert "argument --semantics: invalid choice: 'tdengine'" in capsys.readouterr().err
+
+
+def test_a_trace_directory_must_be_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    for bad in (a_file, tmp_path / "no" / "dir"):
+        with pytest.raises(SystemExit) as exited:
+            main(["explore", "--trace-dir", str(bad)])
+        assert exited.value.code == 2
+        assert "argument --trace-dir" in capsys.readouterr().err
