@@ -1,0 +1,82 @@
+"""docs/seed-defects.md: its table is what exploring the seed finds today, and the generator
+keeps the hand-written attributions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from statemeta.errors import MisuseError
+from statemeta.explore import defects_page
+from statemeta.explore.bounds import Bounds
+from statemeta.explore.coverage import report
+from statemeta.explore.defects_page import NOT_ATTRIBUTED, PAGE, render
+from statemeta.explore.search import explore
+
+ONE_TASK = Bounds(
+    stream_tasks=1, fill_history=False, role_changes=0, start_rounds=0, reopens=0, faults=0,
+    clock_advances=0, max_depth=3,
+)
+EMPTY_PAGE = "# page\n<!-- generated:seed-defects -->\n<!-- end generated:seed-defects -->\n"
+
+
+def _seed_report(bounds: Bounds, variant: str | None = None) -> dict[str, Any]:
+    result = explore(bounds, variant=variant, semantics="seed", all_violations=True)
+    return json.loads(json.dumps(report(result)))  # as the command prints it
+
+
+def test_the_committed_page_lists_what_exploring_the_seed_finds() -> None:
+    page = PAGE.read_text(encoding="utf-8")
+    assert render(_seed_report(Bounds()), page) == page, (
+        "run: statemeta explore --semantics seed --json > seed.json && "
+        "python -m statemeta.explore.defects_page seed.json"
+    )
+
+
+def test_rows_are_the_violations_and_a_written_attribution_is_kept() -> None:
+    """A variant explored in the seed semantics stands in for the seed's own defects."""
+    found = _seed_report(ONE_TASK, "paused_count_forgets_stop")
+    page = render(found, EMPTY_PAGE)
+    rows = [line for line in page.splitlines() if line.startswith("| ") and "|---" not in line]
+    assert rows[0].startswith("| # | invariant | operation | steps |")
+    assert len(rows) == 1 + len(found["violations"]) == 5
+    assert "| 1 | paused-count | unregister | 3 | `register(task='s1'); " in rows[1]
+    assert all(NOT_ATTRIBUTED in row for row in rows[1:])
+    written = page.replace(f"| {NOT_ATTRIBUTED} |", "| L9 by hand |", 1)
+    assert render(found, written) == written  # regenerating keeps what was written
+    fewer = dict(found, violations=found["violations"][1:])
+    assert "L9 by hand" not in render(fewer, written)  # a row no longer found goes
+
+
+def test_an_empty_finding_says_so() -> None:
+    page = render(_seed_report(attrs.evolve(ONE_TASK, max_depth=1)), EMPTY_PAGE)
+    assert "no violation of the invariant catalogue" in page
+    assert "L1 `repeat_overwrites_saved`" in page  # the switches the seed explored was made of
+
+
+def test_only_a_seed_report_into_a_page_with_the_block() -> None:
+    intended = json.loads(json.dumps(report(explore(attrs.evolve(ONE_TASK, max_depth=1)))))
+    with pytest.raises(MisuseError, match="not the seed's"):
+        render(intended, EMPTY_PAGE)
+    with pytest.raises(MisuseError, match="no <!-- generated:seed-defects -->"):
+        render(_seed_report(attrs.evolve(ONE_TASK, max_depth=1)), "# no block\n")
+
+
+def test_the_command_checks_then_rewrites(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report_file, page = tmp_path / "seed.json", tmp_path / "page.md"
+    report_file.write_text(json.dumps(_seed_report(ONE_TASK, "paused_count_self_pause")))
+    page.write_text(EMPTY_PAGE)
+    argv = [str(report_file), "--page", str(page)]
+    assert defects_page.main([*argv, "--check"]) == 1 and page.read_text() == EMPTY_PAGE
+    assert defects_page.main(argv) == 0 and "rewrote" in capsys.readouterr().out
+    assert defects_page.main([*argv, "--check"]) == 0
+    assert "| 1 | paused-count | handle_event | 3 |" in page.read_text()
+    page.write_text("# no block\n")
+    assert defects_page.main(argv) == 2
+    assert "could not run" in capsys.readouterr().err
