@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
-from statemeta.cli_args import Parser
+from statemeta.cli_args import Parser, add_semantics
 from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
 from statemeta.harness.adapter import PROTOCOL_VERSION
@@ -244,12 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         "stdin/stdout (docs/harness-protocol.md).",
     )
     parser.add_argument("--variant", choices=sorted(VARIANTS), help="serve this broken variant")
-    parser.add_argument(
-        "--semantics",
-        choices=[s.value for s in Semantics],
-        default=Semantics.INTENDED.value,
-        help="the semantics served (spec/divergences.md; default: %(default)s)",
-    )
+    add_semantics(parser, default=Semantics.INTENDED.value)
     parser.add_argument(
         "--write-doc", action="store_true", help="refresh the tables in docs/harness-protocol.md"
     )
