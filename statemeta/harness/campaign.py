@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from typing import Any
 
 import attrs
-from hypothesis import seed
-from hypothesis.stateful import get_state_machine_test
 
 from statemeta.harness.cli_check import Progress, check_settings, positive_int
-from statemeta.harness.machine import build_machine
+from statemeta.harness.machine import build_machine, run_machine
 from statemeta.harness.minimize import without_shrinking
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import Backend, Coverage, ReferenceAdapter
@@ -77,9 +76,12 @@ def run_campaign(
     seed_value: int = 0,
     backend: Backend = "memory",
     progress: Progress | None = None,
+    seconds: float | None = None,
 ) -> CampaignReport:
     """Runs ``examples`` examples of up to ``steps`` rule calls each (a rule call is one
-    operation or a walk of several), from ``seed_value``; stops at the first failure."""
+    operation or a walk of several), from ``seed_value``; stops at the first failure, and
+    with ``seconds``, at the end of the first Hypothesis run (``run_machine``) ending after
+    that long."""
     counted = progress or Progress(None)
     coverage = Coverage()
 
@@ -100,11 +102,11 @@ def run_campaign(
 
     machine = build_machine(3, reference=CampaignReference, name="Campaign")
     search = without_shrinking(check_settings(examples, steps))  # seeded: no profile decides
-    test = get_state_machine_test(machine, settings=search)
     began = time.perf_counter()
+    deadline = None if seconds is None else time.monotonic() + seconds
     failure = None
     try:
-        seed(seed_value)(test)()
+        run_machine(machine, search, seed_value=seed_value, deadline=deadline)
     except Exception as error:  # a failing example: the campaign's verdict, unshrunk
         where = f"operation {counted.example_steps} of the failing example"
         failure = f"{type(error).__name__} at {where}: {error}"
@@ -131,11 +133,25 @@ def format_campaign(report: CampaignReport) -> str:
     return "\n".join(lines)
 
 
+def _minutes(text: str) -> float:
+    """An argparse type: a finite number of minutes above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of minutes")
+    return value
+
+
 def configure_campaign(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--examples", type=positive_int, default=100, help="default: 100")
     parser.add_argument("--steps", type=positive_int, default=50,
                         help="rule calls per example (default: 50)")
     parser.add_argument("--seed", type=int, default=0, help="default: 0")
+    parser.add_argument("--minutes", type=_minutes, metavar="M",
+                        help="stop after about M minutes even if examples remain "
+                             "(at the end of a run of 10,000 rule calls)")
     parser.add_argument("--backend", choices=("memory", "lmdb"), default="memory",
                         help="the store (default: memory)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -146,7 +162,7 @@ def run_campaign_command(args: argparse.Namespace) -> int:
     progress = Progress(None if args.quiet or args.json else sys.stderr, interval=10.0)
     report = run_campaign(
         args.examples, args.steps, seed_value=args.seed, backend=args.backend,
-        progress=progress
+        progress=progress, seconds=None if args.minutes is None else args.minutes * 60
     )
     print(json.dumps(report.to_json(), indent=2) if args.json else format_campaign(report))
     return 0 if report.failure is None else 1

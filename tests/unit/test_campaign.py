@@ -67,3 +67,21 @@ def test_the_command_prints_json_and_exits_by_the_verdict(
 def test_the_lmdb_backend_runs() -> None:
     report = run_campaign(3, 10, seed_value=0, backend="lmdb")
     assert report.failure is None and report.steps > 0
+
+
+@pytest.mark.parametrize("minutes", ["0", "-1", "nan", "inf", "abc"])
+def test_minutes_must_be_a_positive_number(
+    minutes: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["campaign", "--minutes", minutes])
+    assert exited.value.code == 2
+    assert f"{minutes} is not a positive number of minutes" in capsys.readouterr().err
+
+
+def test_a_campaign_with_minutes_runs_to_its_examples_when_they_end_first(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["campaign", "--examples", "3", "--steps", "10", "--minutes", "5",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["examples"] >= 3
