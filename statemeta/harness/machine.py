@@ -187,8 +187,10 @@ class DurableModel:
                 self.apply_load(result["ok"])
             return
         now = {_tid(i) for i in after.get("ids", ())}
-        for tid in mapped.keys() - now:  # unregister, or a deferred removal at a timer's end
-            self.remove(tid, set(mapped))
+        alive = set(mapped)
+        for tid in mapped.keys() - now:  # unregister, or deferred removals at a timer's end
+            alive.discard(tid)  # a stream task removed with its fill-history task has no link
+            self.remove(tid, alive)
         if not ok:
             if result["error"] == "StoreFault" and op.name != "save_task":
                 self.pending.clear()  # a committing operation failed: rolled back
