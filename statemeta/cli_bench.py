@@ -12,7 +12,7 @@ import sys
 
 __all__ = ["BENCHMARKS", "COMMANDS", "configure_bench", "run_bench"]
 
-BENCHMARKS = ("lifecycle", "codec", "store", "meta", "harness", "explore")
+BENCHMARKS = ("lifecycle", "codec", "store", "meta", "harness", "memory", "explore")
 """The benchmark modules (benchmarks/bench_<name>.py), in the order they run."""
 
 NOT_INSTALLED = (
