@@ -21,9 +21,9 @@ step:
 ``run_machine`` runs a long search as a series of Hypothesis runs of ``BATCH_CALLS`` rule
 calls each. One Hypothesis run keeps every example it ran: its engine caches each example's
 choices and result (up to 10,000 of them, about 0.6 MB each at 200 steps) and its tree of
-explored choices grows by each example, so a 100,000-example campaign grew by 2 MB a second.
-Between runs all of it is garbage; the campaign's and check's memory is one run's, whatever
-their length.
+explored choices grows by each example (measured: a campaign of 500 examples of 200 steps in
+one run reached 345 MB of RSS, in runs of 50 examples 73 MB). Between runs all of it is
+garbage; the campaign's and check's memory is one run's, whatever their length.
 """
 
 from __future__ import annotations
