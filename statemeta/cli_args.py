@@ -28,6 +28,7 @@ __all__ = [
     "existing_directory",
     "input_file",
     "int_in",
+    "minutes",
     "nonnegative_int",
     "output_directory",
     "output_file",
@@ -106,12 +107,21 @@ nonnegative_int = int_in(0)
 
 def seconds(text: str) -> float:
     """An argparse type: a finite number of seconds in (0, MAX_SECONDS]."""
+    return _duration(text, "seconds", MAX_SECONDS)
+
+
+def minutes(text: str) -> float:
+    """An argparse type: a finite number of minutes in (0, MAX_SECONDS / 60]."""
+    return _duration(text, "minutes", MAX_SECONDS / 60)
+
+
+def _duration(text: str, unit: str, most: float) -> float:
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
-        _refuse(text, f"a number of seconds in (0, {MAX_SECONDS:g}]")
+    if not (math.isfinite(value) and 0 < value <= most):
+        _refuse(text, f"a number of {unit} in (0, {most:g}]")
     return value
 
 

@@ -14,7 +14,9 @@ from statemeta.cli_args import output_file
 
 __all__ = ["BENCHMARKS", "COMMANDS", "configure_bench", "run_bench"]
 
-BENCHMARKS = ("lifecycle", "codec", "store", "meta", "harness", "explore", "linearizability")
+BENCHMARKS = (
+    "lifecycle", "codec", "store", "meta", "harness", "memory", "explore", "linearizability"
+)
 """The benchmark modules (benchmarks/bench_<name>.py), in the order they run."""
 
 NOT_INSTALLED = (

@@ -17,12 +17,10 @@ import time
 from typing import Any
 
 import attrs
-from hypothesis import seed
-from hypothesis.stateful import get_state_machine_test
 
-from statemeta.cli_args import add_semantics, positive_int
+from statemeta.cli_args import add_semantics, minutes, positive_int
 from statemeta.harness.cli_check import Progress, check_settings
-from statemeta.harness.machine import build_machine
+from statemeta.harness.machine import build_machine, run_machine
 from statemeta.harness.minimize import without_shrinking
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import Backend, Coverage, ReferenceAdapter
@@ -83,10 +81,12 @@ def run_campaign(
     backend: Backend = "memory",
     progress: Progress | None = None,
     semantics: Semantics | str = Semantics.INTENDED,
+    seconds: float | None = None,
 ) -> CampaignReport:
     """Runs ``examples`` examples of up to ``steps`` rule calls each (a rule call is one
     operation or a walk of several), from ``seed_value``, over the reference in
-    ``semantics``; stops at the first failure."""
+    ``semantics``; stops at the first failure, and with ``seconds``, at the end of the first
+    Hypothesis run (``run_machine``) ending after that long."""
     counted = progress or Progress(None)
     coverage = Coverage()
     semantics = Semantics.of(semantics)
@@ -108,11 +108,11 @@ def run_campaign(
 
     machine = build_machine(3, reference=CampaignReference, name="Campaign")
     search = without_shrinking(check_settings(examples, steps))  # seeded: no profile decides
-    test = get_state_machine_test(machine, settings=search)
     began = time.perf_counter()
+    deadline = None if seconds is None else time.monotonic() + seconds
     failure = None
     try:
-        seed(seed_value)(test)()
+        run_machine(machine, search, seed_value=seed_value, deadline=deadline)
     except Exception as error:  # a failing example: the campaign's verdict, unshrunk
         where = f"operation {counted.example_steps} of the failing example"
         failure = f"{type(error).__name__} at {where}: {error}"
@@ -146,6 +146,9 @@ def configure_campaign(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=positive_int, default=50,
                         help="rule calls per example (default: 50)")
     parser.add_argument("--seed", type=int, default=0, help="default: 0")
+    parser.add_argument("--minutes", type=minutes, metavar="M",
+                        help="stop after about M minutes even if examples remain "
+                             "(at the end of a run of 10,000 rule calls)")
     parser.add_argument("--backend", choices=("memory", "lmdb"), default="memory",
                         help="the store (default: memory)")
     add_semantics(parser, default=Semantics.INTENDED.value)
@@ -158,6 +161,7 @@ def run_campaign_command(args: argparse.Namespace) -> int:
     report = run_campaign(
         args.examples, args.steps, seed_value=args.seed, backend=args.backend,
         progress=progress, semantics=args.semantics,
+        seconds=None if args.minutes is None else args.minutes * 60,
     )
     print(json_text(report.to_json()) if args.json else format_campaign(report))
     return 0 if report.failure is None else 1

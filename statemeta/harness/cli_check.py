@@ -30,9 +30,8 @@ from types import FrameType
 from typing import Any, TextIO
 
 import attrs
-from hypothesis import HealthCheck, Verbosity, seed, settings
+from hypothesis import HealthCheck, Verbosity, settings
 from hypothesis.errors import FlakyFailure
-from hypothesis.stateful import get_state_machine_test
 
 from statemeta.cli_args import (
     add_semantics,
@@ -43,7 +42,7 @@ from statemeta.cli_args import (
 )
 from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
-from statemeta.harness.machine import Divergence, build_machine
+from statemeta.harness.machine import Divergence, build_machine, run_machine
 from statemeta.harness.minimize import minimize, without_shrinking
 from statemeta.harness.operations import LEVELS, Op
 from statemeta.harness.reference import ReferenceAdapter
@@ -162,15 +161,12 @@ def run_check(
     semantics = Semantics.of(semantics)
     reference = unchecked_reference(semantics)
     machine = build_machine(level, sut=counting, reference=reference, name=f"Conformance{level}")
-    test = get_state_machine_test(machine, settings=without_shrinking(hypothesis_settings))
-    if seed_value is not None:
-        test = seed(seed_value)(test)
 
     def report(trace: Trace | None) -> CheckReport:
         return CheckReport(trace, progress.examples, progress.steps, progress.seconds)
 
     try:
-        test()
+        run_machine(machine, without_shrinking(hypothesis_settings), seed_value=seed_value)
     except SutAborted as aborted:
         done = machine.last_steps  # type: ignore[attr-defined]
         trace = sut_error_trace(

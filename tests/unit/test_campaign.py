@@ -90,3 +90,21 @@ def test_the_campaign_runs_the_reference_in_the_semantics_asked_for(
     assert main(["campaign", "--examples", "2", "--steps", "5", "--quiet"]) == 0
     assert set(made) == {"intended"}
     assert "property campaign (intended semantics)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("minutes", ["0", "-1", "nan", "inf", "abc"])
+def test_minutes_must_be_a_positive_number(
+    minutes: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["campaign", "--minutes", minutes])
+    assert exited.value.code == 2
+    assert f"{minutes!r} is not a number of minutes in (0, 1440]" in capsys.readouterr().err
+
+
+def test_a_campaign_with_minutes_runs_to_its_examples_when_they_end_first(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["campaign", "--examples", "3", "--steps", "10", "--minutes", "5",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["examples"] >= 3

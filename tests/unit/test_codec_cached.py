@@ -1,0 +1,22 @@
+"""The memoised codec (statemeta/codec/cached.py): every cache is bounded, so a long run's
+memory is not (measured: a 500-example campaign fills them to about 50 entries each)."""
+
+from __future__ import annotations
+
+from statemeta.codec import cached
+from statemeta.codec.key import encode_task_key
+
+CACHES = (cached.task_key, cached.encode, cached.decode, cached.decode_record,
+          cached.checkpoint_info, cached.key_id)
+
+
+def test_every_cache_has_a_finite_size() -> None:
+    assert all(cache.cache_info().maxsize == cached.SIZE for cache in CACHES)
+
+
+def test_a_cache_keeps_at_most_its_size_after_more_distinct_inputs() -> None:
+    cached.key_id.cache_clear()
+    for task_id in range(cached.SIZE + 100):
+        assert cached.key_id(encode_task_key(1, task_id)).task_id == task_id
+    assert cached.key_id.cache_info().currsize == cached.SIZE
+    cached.key_id.cache_clear()
