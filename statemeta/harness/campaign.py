@@ -144,7 +144,8 @@ def format_campaign(report: CampaignReport) -> str:
 def configure_campaign(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--examples", type=positive_int, default=100, help="default: 100")
     parser.add_argument("--steps", type=positive_int, default=50,
-                        help="rule calls per example (default: 50)")
+                        help="rule calls per example, each an operation or a walk of up to "
+                             "12 (default: 50)")
     parser.add_argument("--seed", type=int, default=0, help="default: 0")
     parser.add_argument("--minutes", type=minutes, metavar="M",
                         help="stop after about M minutes even if examples remain "

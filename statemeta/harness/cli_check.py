@@ -160,7 +160,13 @@ def run_check(
     counting = _CountingAdapter(sut, progress)
     semantics = Semantics.of(semantics)
     reference = unchecked_reference(semantics)
-    machine = build_machine(level, sut=counting, reference=reference, name=f"Conformance{level}")
+    machine = build_machine(
+        level,
+        sut=counting,
+        reference=reference,
+        name=f"Conformance{level}",
+        max_ops=hypothesis_settings.stateful_step_count,  # --steps: operations per example
+    )
 
     def report(trace: Trace | None) -> CheckReport:
         return CheckReport(trace, progress.examples, progress.steps, progress.seconds)
@@ -239,7 +245,9 @@ def configure_check(parser: argparse.ArgumentParser) -> None:
     add_semantics(parser, default=Semantics.INTENDED.value)
     parser.add_argument("--level", type=int, choices=LEVELS, default=2, help="default: 2")
     parser.add_argument("--examples", type=positive_int, default=100, help="default: 100")
-    parser.add_argument("--steps", type=positive_int, default=50, help="steps per example (50)")
+    parser.add_argument(
+        "--steps", type=positive_int, default=50, help="operations per example, at most (50)"
+    )
     parser.add_argument("--seed", type=int, help="the run's seed (default: random, printed)")
     parser.add_argument(
         "--trace-out",

@@ -116,6 +116,9 @@ class Driver(Protocol):
 
     def step(self, op: Op) -> None: ...
 
+    def room(self) -> int | None:
+        """How many more operations this example may run (None: no bound)."""
+
 
 def slot_states(view: dict[str, Json], level: int) -> dict[str, dict[str, Json]]:
     """Each mapped pool slot's task in a view, by slot name (level 1: every slot)."""
@@ -131,7 +134,10 @@ def slot_states(view: dict[str, Json], level: int) -> dict[str, dict[str, Json]]
 
 
 def command(driver: Driver, data: st.DataObject) -> None:
-    """The machine's one rule: a name drawn by ``FREQUENCY``, run."""
+    """The machine's one rule: a name drawn by ``FREQUENCY``, run (nothing once the example
+    has run the operations its ``room`` allows: a walk stops there too)."""
+    if not _has_room(driver):
+        return
     name = data.draw(st.sampled_from(_CHOICES[driver.level]), "op")
     if name == "lifecycle_walk":
         _lifecycle_walk(driver, data)
@@ -143,6 +149,11 @@ def command(driver: Driver, data: st.DataObject) -> None:
 
 def _run(driver: Driver, name: str, data: st.DataObject) -> None:
     driver.step(Op.of(name, **draw_args(driver, OP_SPECS[name], data)))
+
+
+def _has_room(driver: Driver) -> bool:
+    room = driver.room()
+    return room is None or room > 0
 
 
 def draw_args(driver: Driver, spec: OpSpec, data: st.DataObject) -> dict[str, JsonScalar]:
@@ -173,6 +184,8 @@ def _walk(driver: Driver, walk: _Walk, data: st.DataObject) -> None:
     if walk.first is not None:
         driver.step(Op.of(walk.first))
     for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
+        if not _has_room(driver):
+            return
         _run(driver, data.draw(st.sampled_from(walk.moves), "move"), data)
 
 
@@ -189,7 +202,7 @@ def _lifecycle_walk(driver: Driver, data: st.DataObject) -> None:
     ops = _LIFECYCLE_OPS[min(driver.level, 2)]
     for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
         task = driver.task_states().get(name)
-        if task is None:  # removed on the way (a deferred removal, a reopen)
+        if task is None or not _has_room(driver):  # removed on the way, or the example is full
             return
         moves = lifecycle_moves(_status(task), task["active"], ops)
         name_, args = data.draw(st.sampled_from(moves), "move")

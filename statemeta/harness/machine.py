@@ -260,6 +260,8 @@ class _Machine(RuleBasedStateMachine):
     level: ClassVar[int]
     reference_factory: ClassVar[Callable[[], ReferenceAdapter]]
     sut: ClassVar[Adapter | None]
+    max_ops: ClassVar[int | None] = None
+    """The most operations an example runs (``statemeta check --steps``); None: no bound."""
     last_steps: ClassVar[list[Step]] = []
 
     def __init__(self) -> None:
@@ -308,6 +310,9 @@ class _Machine(RuleBasedStateMachine):
     def task_states(self) -> dict[str, dict[str, Json]]:
         return generation.slot_states(self.ref_view, self.level)
 
+    def room(self) -> int | None:
+        return None if self.max_ops is None else self.max_ops - len(self.steps)
+
     def _divergence(self, e: Divergence, sut_view: dict[str, Json] | None) -> Divergence:
         e.steps = list(self.steps)
         e.reference_view = self.ref_view
@@ -331,7 +336,7 @@ _COMMAND = rule(data=st.data())(command)
 def _register_initial(self: _Machine, tasks: list[str]) -> None:
     """Start from a few registered tasks: most rules need one, and Hypothesis shrinks the
     list to what a failure needs (each one is an ordinary register step)."""
-    for name in tasks:
+    for name in tasks[: self.room()]:
         self.step(Op.of("register", task=name))
 
 
@@ -346,9 +351,12 @@ def build_machine(
     reference: Callable[[], ReferenceAdapter] = ReferenceAdapter,
     sut: Adapter | None = None,
     name: str = "MetaMachine",
+    max_ops: int | None = None,
 ) -> type[RuleBasedStateMachine]:
     """The machine over the operations of ``level``: the reference alone, or differential
-    against ``sut`` (one adapter for the whole run: started per example, stopped at its end)."""
+    against ``sut`` (one adapter for the whole run: started per example, stopped at its end).
+    ``max_ops`` bounds the operations of an example (its initial registers and every
+    operation of a walk included); Hypothesis's ``stateful_step_count`` bounds rule calls."""
     namespace: dict[str, Any] = {"command": _COMMAND}
     if level > 1:
         namespace["register_initial"] = _REGISTER_INITIAL
@@ -356,6 +364,7 @@ def build_machine(
         level=level,
         reference_factory=staticmethod(reference),
         sut=sut,
+        max_ops=max_ops,
         last_steps=[],
     )
     return type(name, (_Machine,), namespace)

@@ -66,6 +66,9 @@ class _Recorder:
         self.ops.append(op)
         self.adapter.call(op)
 
+    def room(self) -> int | None:
+        return None
+
 
 @settings(max_examples=60, deadline=None)
 @given(level=st.sampled_from(LEVELS), data=st.data())
@@ -79,3 +82,24 @@ def test_a_command_runs_valid_operations_of_its_level(level: int, data: st.DataO
         assert 1 <= len(ran) <= WALK_MAX + 1  # a walk's opening op (start_all, register) + moves
         assert {op.name for op in ran} <= allowed
     driver.adapter.stop()
+
+
+def test_an_example_runs_at_most_max_ops_operations() -> None:
+    """``statemeta check --steps N`` bounds the operations of an example (walks and the initial
+    registers included), not Hypothesis's rule calls."""
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from statemeta.harness.machine import build_machine
+
+    lengths: list[int] = []
+
+    class Counted(build_machine(3, max_ops=7, name="Counted")):  # type: ignore[misc]
+        def teardown(self) -> None:
+            lengths.append(len(self.steps))
+            super().teardown()
+
+    run_state_machine_as_test(
+        Counted, settings=settings(max_examples=40, stateful_step_count=7, deadline=None)
+    )
+    assert lengths and max(lengths) <= 7
+    assert max(lengths) == 7  # walks are cut at the bound, not refused
