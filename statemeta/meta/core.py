@@ -76,6 +76,7 @@ from statemeta.meta.registry import (
 from statemeta.meta.start_round import LaunchResult, StartRound, StartStep
 from statemeta.meta.state import ArmedTimer, TimerKind
 from statemeta.roles import Role, RoleEvent
+from statemeta.semantics import Switch
 from statemeta.views import SentHeartbeat
 
 __all__ = [
@@ -157,6 +158,8 @@ class MetaCore(MetaRegistry):
         entry = self.state.entries.get(task_id(stream_id, task_id_))
         if entry is None:
             return DropResult.NOT_FOUND
+        if should_pause(entry.lifecycle.status):
+            self._paused_call(-1)  # M1: the seed's "desc the paused task counter"
         entry.lifecycle.handle(TaskEvent.DROPPING, listener=self._on_status_change)
         if entry.timer_active > 0:
             entry.drop_pending = True
@@ -183,16 +186,19 @@ class MetaCore(MetaRegistry):
         entry = state.entries.get(handle.id)
         if entry is None or entry.incarnation != handle.incarnation:
             entry = state.detached.get(handle.incarnation)
-        if entry is None or entry.acquires == 0:
+        if entry is not None and entry.acquires > 0:
+            entry.acquires -= 1
+        elif not self.profile.seed(Switch.RELEASE_BELOW_ZERO):  # M8
             refcount = 0 if entry is None else entry.refcount
             raise ReleaseError(
                 f"release of task {handle.id} (registration {handle.incarnation}) with no "
                 f"outstanding acquire: its refcount {refcount} would go below what the meta "
                 f"holds (below zero once the task is dropped)"
             )
-        entry.acquires -= 1
+        elif entry is None:
+            return  # the seed's task is freed: its release writes freed memory, nothing here
         entry.refcount -= 1
-        if entry.refcount == 0:
+        if entry.refcount == 0 and state.detached.get(entry.incarnation) is entry:
             del state.detached[entry.incarnation]
 
     # -- task events ------------------------------------------------------------------------
@@ -201,6 +207,8 @@ class MetaCore(MetaRegistry):
         """streamTaskHandleEvent on a mapped task."""
         entry = self.entry(stream_id, task_id_)
         outcome = entry.lifecycle.handle(event, listener=self._on_status_change)
+        if event is TaskEvent.PAUSE:
+            self._paused_call(+1)  # M1: streamTaskPause, whatever the outcome
         if event is TaskEvent.CHECKPOINT_DONE and outcome is Outcome.APPLIED:
             entry.checkpointing_id = 0
             entry.checkpoint_trans_id = 0
@@ -217,6 +225,8 @@ class MetaCore(MetaRegistry):
     def resume(self, stream_id: int, task_id_: int) -> Outcome:
         """streamTaskResume: back to the status saved by PAUSE or HALT."""
         entry = self.entry(stream_id, task_id_)
+        if entry.lifecycle.status is TaskStatus.PAUSE:
+            self._paused_call(-1)  # M1: streamTaskResume from PAUSE
         return entry.lifecycle.resume(listener=self._on_status_change)
 
     def begin_checkpoint(
@@ -255,6 +265,11 @@ class MetaCore(MetaRegistry):
         Not durable until ``commit`` (or the commit of any later writing operation); close
         throws it away, and a failed commit restores the committed record in memory too.
         """
+        entry = self.state.entries.get(task.id)
+        if entry is None and self.profile.seed(Switch.SAVE_TASK_UNMAPPED):  # M10
+            self._ensure_transaction()
+            self.tasks.upsert(*self.codec.record(task))
+            return
         entry = self.entry(task.stream_id, task.task_id)
         if task.fill_history != entry.task.fill_history:
             raise MisuseError(f"save_task cannot change the fill-history flag of task {entry.id}")
@@ -276,7 +291,7 @@ class MetaCore(MetaRegistry):
         """
         state = self.state
         mapped = {tid: e.task for tid, e in state.entries.items()}
-        plan = plan_load(self.tasks.items(), mapped, self.codec, self.expand)
+        plan = plan_load(self.tasks.items(), mapped, self.codec, self.expand, self.profile)
 
         def apply() -> None:
             for task in plan.add:
@@ -288,10 +303,12 @@ class MetaCore(MetaRegistry):
             state.loaded = True
 
         if plan.writes:
-            self._durably([self.codec.record(t) for t in plan.cleared.values()], plan.deletes,
-                          apply)
+            self._remove_durably([self.codec.record(t) for t in plan.cleared.values()],
+                                 plan.deletes, apply)
         else:
             apply()
+        if plan.aborted is not None:
+            raise plan.aborted  # M4: the seed's load returns -1 (what it loaded stays)
         return plan.report
 
     def latest_checkpoint_id(self) -> int:
@@ -320,6 +337,8 @@ class MetaCore(MetaRegistry):
         or one whose every member has a result already, completes before this returns.
         """
         info = self.state.start
+        if not self.state.ids and self.by_count:
+            return ()  # M7: the seed returns at once, with no round and no callback
         if info.round is not None:
             info.superseded += 1
         entries = self.state.entries
@@ -327,6 +346,12 @@ class MetaCore(MetaRegistry):
         steps = tuple((tid, self._start_task(entries[tid])) for tid in info.round.members)
         self._complete_round_if_done()
         return steps
+
+    @property
+    def by_count(self) -> bool:
+        """M7 seed: a round completes by counting results against the map's size, and
+        start_all over an empty list opens no round."""
+        return self.profile.seed(Switch.ROUND_COMPLETES_BY_COUNT)  # M7
 
     def start_one(self, stream_id: int, task_id_: int) -> StartStep:
         """streamMetaStartOneTask: start one mapped task (it joins the open round, if any)."""
@@ -471,7 +496,10 @@ class MetaCore(MetaRegistry):
             state.entries.get(entry.task.stream_task_id) if entry.task.fill_history else None
         )
         cleared: StreamTask | None = None
-        if stream_entry is not None and stream_entry.task.h_task_id == tid:
+        if stream_entry is not None and (
+            stream_entry.task.h_task_id == tid
+            or self.profile.seed(Switch.UNREGISTER_CLEARS_ANY_LINK)  # M9
+        ):
             cleared = attrs.evolve(stream_entry.task, h_task_id=NO_RELATED_TASK)
             upserts.append(self.codec.record(cleared))
 
@@ -493,7 +521,9 @@ class MetaCore(MetaRegistry):
             state.removed.add(tid)
             self._complete_round_if_done()
 
-        self._durably(upserts, (self.codec.task_key(tid.stream_id, tid.task_id),), apply)
+        self._remove_durably(
+            upserts, (self.codec.task_key(tid.stream_id, tid.task_id),), apply
+        )
 
     def _start_task(self, entry: TaskEntry) -> StartStep:
         status = entry.lifecycle.status
@@ -531,7 +561,10 @@ class MetaCore(MetaRegistry):
         self.outbox.append(StartComplete(result))
 
     def _round_done(self, started: StartRound) -> bool:
-        """A round completes when every listed task still mapped has a result."""
+        """A round completes when every listed task still mapped has a result (in the seed:
+        when it has as many results as the map has tasks, checked as each operation ends)."""
+        if self.by_count:
+            return len(started.results) == len(self.state.entries)
         return started.complete(self.state.entries)
 
     def _send_heartbeat(self, *, before_close: bool) -> bool:
