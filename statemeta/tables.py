@@ -112,6 +112,8 @@ class Switch(Enum):
     """L8. Seed: before any change ``prev`` is READY with no event (a zeroed struct)."""
     PAUSED_COUNT_DRIFTS = "paused_count_drifts"
     """M1. Seed: paused_count moves with calls (each PAUSE handled +1), not with statuses."""
+    REGISTER_LISTS_FIRST = "register_lists_first"
+    """M2. Seed: register lists the id before save and commit; a failure leaves it listed."""
     REMOVAL_NOT_COMMITTED = "removal_not_committed"
     """M3. Seed: unregister and load's removals write into the open transaction, uncommitted."""
     LOAD_ABORTS_ON_UNDECODABLE = "load_aborts_on_undecodable"

@@ -20,7 +20,10 @@ is the one exception, as in the seed: it writes into the open transaction, ``com
 durable and ``close`` throws it away. A write transaction is begun when a write needs one.
 
 Counters are exact by construction: ``stream_count`` moves with the map, ``paused_count`` with
-each status change the lifecycles report (entries into and exits from PAUSE), never with calls.
+each status change the lifecycles report, never with calls (the seed's do: M1).
+
+Semantics: each switch of spec/divergences.toml is asked in one place (``# Mn``); the seed's
+side breaks invariants on purpose (spec/divergences.md, "The meta").
 
 Reference counts: a mapped task holds 1 for the meta, 1 while its trigger timer holds it, and 1
 per outstanding acquire (a ``TaskHandle``). Unregister drops the first two; a task removed while
@@ -123,7 +126,8 @@ class MetaCore(MetaRegistry):
         """streamMetaRegisterTask: False (nothing changed) if the id is registered already.
 
         Expands (a fill-history task at version 1), saves and commits; only then the list,
-        the map and the counters change. A failure at any step changes nothing and raises.
+        the map and the counters change. A failure at any step changes nothing and raises (the
+        seed, M2, lists the id before the save: a failure leaves it listed, not mapped).
         A stream task naming a fill-history task this meta removed is stored with the link
         cleared (spec/divergences.md).
         """
@@ -142,7 +146,13 @@ class MetaCore(MetaRegistry):
             # its fill-history task was dropped here: the link is cleared, as unregister does
             expanded = attrs.evolve(expanded, h_task_id=NO_RELATED_TASK)
 
+        listed_first = self.profile.seed(Switch.REGISTER_LISTS_FIRST)  # M2
+        if listed_first:
+            state.ids.append(tid)
+
         def apply() -> None:
+            if listed_first:
+                state.ids.pop()  # still the list's last: _add_entry lists it in its place
             self._add_entry(expanded, ver)
             state.removed.discard(tid)
 
@@ -343,15 +353,12 @@ class MetaCore(MetaRegistry):
             info.superseded += 1
         entries = self.state.entries
         info.round = StartRound(tuple(self.state.ids), self.now)
-        steps = tuple((tid, self._start_task(entries[tid])) for tid in info.round.members)
+        steps = tuple(
+            (tid, self._start_task(entries[tid]) if tid in entries else self._not_acquired(tid))
+            for tid in info.round.members
+        )
         self._complete_round_if_done()
         return steps
-
-    @property
-    def by_count(self) -> bool:
-        """M7 seed: a round completes by counting results against the map's size, and
-        start_all over an empty list opens no round."""
-        return self.profile.seed(Switch.ROUND_COMPLETES_BY_COUNT)  # M7
 
     def start_one(self, stream_id: int, task_id_: int) -> StartStep:
         """streamMetaStartOneTask: start one mapped task (it joins the open round, if any)."""
@@ -371,8 +378,7 @@ class MetaCore(MetaRegistry):
 
     def all_tasks_ready(self) -> bool:
         """streamMetaAllTasksReady: every listed task is downstream-ready."""
-        entries = self.state.entries
-        return all(entries[tid].downstream_ready for tid in self.state.ids)
+        return all(entry.downstream_ready for entry in self.listed())
 
     # -- stop and close ---------------------------------------------------------------------
 
@@ -387,18 +393,17 @@ class MetaCore(MetaRegistry):
         if not state.ids:
             return ()
         if state.send_before_close:
-            for tid in state.ids:
-                entry = state.entries[tid]
+            for entry in self.listed():
                 if entry.lifecycle.status is TaskStatus.CK:
                     entry.failed_checkpoint_id = entry.checkpointing_id
             self._send_heartbeat(before_close=True)
             state.send_before_close = False
         stopped: list[TaskId] = []
-        for tid in state.ids:
-            lifecycle = state.entries[tid].lifecycle
+        for entry in self.listed():
+            lifecycle = entry.lifecycle
             if not should_stop(lifecycle.status):
                 lifecycle.handle(TaskEvent.STOP, listener=self._on_status_change)
-                stopped.append(tid)
+                stopped.append(entry.id)
         return tuple(stopped)
 
     def notify_close(self) -> int:
@@ -408,8 +413,8 @@ class MetaCore(MetaRegistry):
         caller may advance its clock, and ``close`` cancels them).
         """
         state = self.state
-        for tid in state.ids:
-            state.entries[tid].lifecycle.handle(TaskEvent.STOP, listener=self._on_status_change)
+        for entry in self.listed():
+            entry.lifecycle.handle(TaskEvent.STOP, listener=self._on_status_change)
         return sum(1 for e in state.entries.values() if e.timer_active > 0)
 
     def close(self) -> None:
@@ -482,8 +487,6 @@ class MetaCore(MetaRegistry):
             entry.drop_pending = False  # a failed removal stays DROPPING: unregister retries
             self._remove(entry)
 
-    # -- the trace --------------------------------------------------------------------------
-
     # -- internals --------------------------------------------------------------------------
 
     def _remove(self, entry: TaskEntry) -> None:
@@ -524,6 +527,12 @@ class MetaCore(MetaRegistry):
         self._remove_durably(
             upserts, (self.codec.task_key(tid.stream_id, tid.task_id),), apply
         )
+
+    def _not_acquired(self, tid: TaskId) -> StartStep:
+        """start_all of a listed id that is not mapped (left by the seed's register, M2): the
+        acquire fails, a failed result is recorded."""
+        self._record_launch(tid, False)
+        return StartStep.FAILED
 
     def _start_task(self, entry: TaskEntry) -> StartStep:
         status = entry.lifecycle.status
@@ -570,17 +579,14 @@ class MetaCore(MetaRegistry):
     def _send_heartbeat(self, *, before_close: bool) -> bool:
         """metaHeartbeatToMnodeImpl: build and encode one message, queued for the transport."""
         state = self.state
-        entries = state.entries
-        built = heartbeat.build_hb_msg(
-            state.vg_id, state.stage, (entries[t] for t in state.ids)
-        )
+        built = heartbeat.build_hb_msg(state.vg_id, state.stage, self.listed())
         if built is None:
             return False
         msg, ep_set = built
         payload = encode_hb(msg)
         state.hb_sent += 1
         if self.check:
-            expected = tuple(t for t in state.ids if not entries[t].task.fill_history)
+            expected = tuple(e.id for e in self.listed() if not e.task.fill_history)
             self._trace.heartbeats.append(
                 SentHeartbeat(msg, payload, state.role, before_close, expected)
             )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Self
 
 import attrs
@@ -97,6 +97,9 @@ class MetaRegistry:
         catalogue on purpose (list-map, paused-count, refcount, store-mirror...), so check mode
         checks only the trace invariants, which no switch breaks; the seed's violations of the
         others are what the explorer and the harness report as the seed's findings."""
+        self.by_count = self.profile.seed(Switch.ROUND_COMPLETES_BY_COUNT)  # M7
+        """A start round completes when its results number the map's tasks, and start_all
+        over an empty list opens no round (the seed)."""
         self.paused_by_calls = self.profile.seed(Switch.PAUSED_COUNT_DRIFTS)  # M1
         """paused_count moves with the calls streamTaskPause, streamTaskResume and unregister
         make (``_paused_call``), as in the seed, instead of with the status changes."""
@@ -185,6 +188,15 @@ class MetaRegistry:
         if self.check:
             self._trace.roles.append(RoleChange(old, event, row.to_role))
         return row
+
+    def listed(self) -> Iterator[TaskEntry]:
+        """The entry of each listed id, in list order. An id listed but not mapped, which only
+        the seed's failed register leaves (M2), is skipped, as the seed's map lookup skips it."""
+        entries = self.state.entries
+        for tid in self.state.ids:
+            entry = entries.get(tid)
+            if entry is not None:
+                yield entry
 
     def _add_entry(self, task: StreamTask, ver: int) -> None:
         """streamTaskInit's runtime part: refcount 1, UNINIT, the trigger timer's reference."""

@@ -459,7 +459,9 @@ def view_of(state: MetaState) -> MetaView:
         role=state.role,
         ids=tuple(state.ids),
         map_ids=frozenset(entries),
-        tasks=tuple(_task_view(entries[tid]) for tid in state.ids),
+        # one view per mapped task, in list order (the seed's failed register, M2, can leave
+        # an id listed twice, or listed and not mapped)
+        tasks=tuple(_task_view(entries[tid]) for tid in dict.fromkeys(state.ids) if tid in entries),
         stream_count=state.stream_count,
         paused_count=state.paused_count,
         start_round=state.start.view(),

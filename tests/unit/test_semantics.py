@@ -7,17 +7,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
-from meta_support import committed, fill_history_pair, open_meta, task
+from meta_support import committed, faulty_factory, fill_history_pair, open_meta, task
 
 from statemeta.codec import NO_RELATED_TASK, TaskId, encode_task_key
 from statemeta.errors import MisuseError, SpecError, StatemetaError
 from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus
 from statemeta.meta import StreamMeta
 from statemeta.semantics import Profile, Semantics, as_profile
-from statemeta.store import LmdbStore
+from statemeta.store import FaultyStore, LmdbStore
 from statemeta.tables import DIVERGENCES, Switch, load_divergences, read_spec, spec_dir
 
 S, E = TaskStatus, TaskEvent
@@ -118,7 +119,8 @@ def run(shown: Shown, semantics: Semantics | str | Profile) -> object:
 
 # -- the meta's switches: each trace opens metas (check mode) on one LMDB directory ----------
 
-Open = Callable[[], StreamMeta]
+Open = Callable[..., StreamMeta]
+"""Opens a meta on the trace's directory (keyword arguments: open_meta's)."""
 
 
 @attrs.frozen
@@ -147,6 +149,16 @@ def pause_twice(open_: Open, _path: Path) -> object:
     meta.handle_event(0x10, 1, E.PAUSE)  # UNINIT -> PAUSE
     meta.handle_event(0x10, 1, E.PAUSE)  # PAUSE -> PAUSE: streamTaskPause adds 1 again
     return meta.status(0x10, 1), meta.paused_count
+
+
+def register_with_a_failing_commit(open_: Open, _path: Path) -> object:
+    meta = open_(store_factory=faulty_factory)
+    store = meta.store
+    assert isinstance(store, FaultyStore)
+    store.fail_next("commit")
+    error = error_of(lambda: meta.register(T1, 5))
+    meta.register(T2, 5)
+    return error, meta.task_ids(), meta.view().map_ids == {T2.id}
 
 
 def unregister_then_close(open_: Open, path: Path) -> object:
@@ -235,6 +247,12 @@ def save_an_unmapped_task(open_: Open, _path: Path) -> object:
 META_SHOWN: dict[Switch, MetaShown] = {
     # M1: PAUSE, PAUSE: the seed counts two paused tasks for one.
     Switch.PAUSED_COUNT_DRIFTS: MetaShown(pause_twice, (S.PAUSE, 1), (S.PAUSE, 2)),
+    # M2: the seed's failed register leaves its id listed (not mapped).
+    Switch.REGISTER_LISTS_FIRST: MetaShown(
+        register_with_a_failing_commit,
+        ("StoreFault", (T2.id,), True),
+        ("StoreFault", (T1.id, T2.id), True),
+    ),
     # M3: the seed's unregister is not committed: close loses it, the record is back.
     Switch.REMOVAL_NOT_COMMITTED: MetaShown(unregister_then_close, 0, 1),
     # M4: the seed's load stops at the corrupt record (and fails); the intended one skips it.
@@ -268,8 +286,8 @@ def run_meta(shown: MetaShown, semantics: Semantics | str | Profile, path: Path)
     path.mkdir()
     opened: list[StreamMeta] = []
 
-    def open_() -> StreamMeta:
-        opened.append(open_meta(path, semantics=semantics))
+    def open_(**options: Any) -> StreamMeta:
+        opened.append(open_meta(path, semantics=semantics, **options))
         return opened[-1]
 
     try:
