@@ -87,6 +87,8 @@ class CheckReport:
     examples: int
     steps: int
     seconds: float
+    seed_violations: dict[str, int] = attrs.field(factory=dict)
+    """Steps at which the reference itself broke each view invariant (the seed's own)."""
 
 
 class Progress:
@@ -169,7 +171,8 @@ def run_check(
     )
 
     def report(trace: Trace | None) -> CheckReport:
-        return CheckReport(trace, progress.examples, progress.steps, progress.seconds)
+        seeds = dict(sorted(machine.seed_violations.items()))  # type: ignore[attr-defined]
+        return CheckReport(trace, progress.examples, progress.steps, progress.seconds, seeds)
 
     try:
         run_machine(machine, without_shrinking(hypothesis_settings), seed_value=seed_value)
@@ -347,6 +350,9 @@ def run_check_command(args: argparse.Namespace) -> int:
     rate = report.steps / max(report.seconds, 1e-9)
     summary = f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
     summary += f"({rate:.0f} steps/s)"
+    if report.seed_violations:
+        counts = ", ".join(f"{i} {n}" for i, n in report.seed_violations.items())
+        summary += f"; invariant violations of the {args.semantics} reference itself: {counts}"
     if report.trace is None:
         print(f"conformant: {summary}")
         return EXIT_CONFORMANT

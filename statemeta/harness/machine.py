@@ -15,6 +15,12 @@ step:
 - in differential mode (``compare_step``): the results are equal, the SUT's JSON view keeps the
   view invariants, and the two views are equal. A failure is a ``Divergence``.
 
+The seed semantics breaks invariants on purpose (spec/divergences.md). A view invariant the
+reference's own view breaks at that step too is the seed's: it is counted in the machine
+class's ``seed_violations`` (per invariant id), not a divergence. The durable model is the
+intended semantics' promise (every operation reported done is committed), which the seed
+breaks (M3): it is kept only when the reference follows the intended semantics.
+
 ``build_machine`` makes the class; ``steps`` of the last example run are kept on the class
 (``last_steps``), so a caller can read the length of the shrunk counterexample.
 
@@ -29,6 +35,7 @@ garbage; the campaign's and check's memory is one run's, whatever their length.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -53,11 +60,12 @@ from statemeta.errors import InvariantViolation
 from statemeta.harness import generation
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.differences import first_difference
-from statemeta.harness.normalize import Json, check_view_invariants
+from statemeta.harness.normalize import Json, meta_view_from_json
 from statemeta.harness.operations import REGISTER_VER, TASK_POOL, Op
 from statemeta.harness.reference import ReferenceAdapter, saved_record
-from statemeta.invariants import reopen
+from statemeta.invariants import VIEW_INVARIANTS, reopen
 from statemeta.lifecycle import TaskStatus
+from statemeta.semantics import Semantics
 
 __all__ = [
     "BATCH_CALLS",
@@ -91,23 +99,46 @@ class Divergence(AssertionError):
         self.sut_view: dict[str, Json] | None = None
 
 
+def broken_invariants(view: dict[str, Json]) -> dict[str, InvariantViolation]:
+    """The view invariants of spec/invariants.md a JSON view breaks, in catalogue order (level 1
+    views have none: the lifecycle's own rules are checked through the results)."""
+    if view.get("level") == 1:
+        return {}
+    meta_view = meta_view_from_json(view)
+    broken: dict[str, InvariantViolation] = {}
+    for invariant_id, check in VIEW_INVARIANTS:
+        try:
+            check(meta_view)
+        except InvariantViolation as e:
+            broken[invariant_id] = e
+    return broken
+
+
 def compare_step(
     op: Op,
     ref_result: dict[str, Json],
     sut_result: dict[str, Json],
     ref_view: dict[str, Json],
     sut_view: dict[str, Json],
+    seed_violations: Counter[str] | None = None,
 ) -> None:
-    """The differential check of one step (the machine's and ``statemeta replay``'s)."""
+    """The differential check of one step (the machine's and ``statemeta replay``'s).
+
+    A view invariant the SUT's view breaks is a divergence unless the reference's view breaks
+    it too (the seed's own violation: counted in ``seed_violations``)."""
     if ref_result != sut_result:
         where = first_difference(ref_result, sut_result, "result")
         raise Divergence(
             "result", f"{op!r}: reference {ref_result}, sut {sut_result}; at {where}"
         )
-    try:
-        check_view_invariants(sut_view)
-    except InvariantViolation as e:
-        raise Divergence("invariant", f"after {op!r}: {e}") from e
+    broken = broken_invariants(sut_view)
+    if broken:
+        seeds = broken_invariants(ref_view).keys()
+        for invariant_id, e in broken.items():
+            if invariant_id not in seeds:
+                raise Divergence("invariant", f"after {op!r}: {e}") from e
+        if seed_violations is not None:
+            seed_violations.update(broken.keys())
     if ref_view != sut_view:
         raise Divergence("view", f"after {op!r}: {first_difference(ref_view, sut_view, 'view')}")
 
@@ -263,6 +294,8 @@ class _Machine(RuleBasedStateMachine):
     max_ops: ClassVar[int | None] = None
     """The most operations an example runs (``statemeta check --steps``); None: no bound."""
     last_steps: ClassVar[list[Step]] = []
+    seed_violations: ClassVar[Counter[str]] = Counter()
+    """The view invariants the reference itself broke, with the SUT, per id (over the run)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -287,7 +320,8 @@ class _Machine(RuleBasedStateMachine):
                 raise self._divergence(Divergence("invariant", str(e)), None) from e
         self.steps.append((op, ref_result, sut_result))
         self.ref_view = self.reference.view()
-        if self.level > 1:
+        durable = self.level > 1 and self.reference.semantics is Semantics.INTENDED
+        if durable:
             self.model.step(op, ref_result, before, self.ref_view)
             problem = _check_durable(self.reference, self.model, op)
             if problem is not None:
@@ -296,9 +330,11 @@ class _Machine(RuleBasedStateMachine):
             return
         sut_view = self.sut.view()
         try:
-            compare_step(op, ref_result, sut_result, self.ref_view, sut_view)
+            compare_step(
+                op, ref_result, sut_result, self.ref_view, sut_view, type(self).seed_violations
+            )
             variant = _reference_inside(self.sut)
-            if variant is not None and self.level > 1:
+            if variant is not None and durable:
                 problem = _check_durable(variant, self.model, op)
                 if problem is not None:
                     raise Divergence("durable", problem)
@@ -366,6 +402,7 @@ def build_machine(
         sut=sut,
         max_ops=max_ops,
         last_steps=[],
+        seed_violations=Counter(),
     )
     return type(name, (_Machine,), namespace)
 

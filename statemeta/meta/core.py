@@ -20,7 +20,10 @@ is the one exception, as in the seed: it writes into the open transaction, ``com
 durable and ``close`` throws it away. A write transaction is begun when a write needs one.
 
 Counters are exact by construction: ``stream_count`` moves with the map, ``paused_count`` with
-each status change the lifecycles report (entries into and exits from PAUSE), never with calls.
+each status change the lifecycles report, never with calls (the seed's do: M1).
+
+Semantics: each switch of spec/divergences.toml is asked in one place (``# Mn``); the seed's
+side breaks invariants on purpose (spec/divergences.md, "The meta").
 
 Reference counts: a mapped task holds 1 for the meta, 1 while its trigger timer holds it, and 1
 per outstanding acquire (a ``TaskHandle``). Unregister drops the first two; a task removed while
@@ -76,6 +79,7 @@ from statemeta.meta.registry import (
 from statemeta.meta.start_round import LaunchResult, StartRound, StartStep
 from statemeta.meta.state import ArmedTimer, TimerKind
 from statemeta.roles import Role, RoleEvent
+from statemeta.semantics import Switch
 from statemeta.views import SentHeartbeat
 
 __all__ = [
@@ -122,7 +126,8 @@ class MetaCore(MetaRegistry):
         """streamMetaRegisterTask: False (nothing changed) if the id is registered already.
 
         Expands (a fill-history task at version 1), saves and commits; only then the list,
-        the map and the counters change. A failure at any step changes nothing and raises.
+        the map and the counters change. A failure at any step changes nothing and raises (the
+        seed, M2, lists the id before the save: a failure leaves it listed, not mapped).
         A stream task naming a fill-history task this meta removed is stored with the link
         cleared (spec/divergences.md).
         """
@@ -141,7 +146,13 @@ class MetaCore(MetaRegistry):
             # its fill-history task was dropped here: the link is cleared, as unregister does
             expanded = attrs.evolve(expanded, h_task_id=NO_RELATED_TASK)
 
+        listed_first = self.profile.seed(Switch.REGISTER_LISTS_FIRST)  # M2
+        if listed_first:
+            state.ids.append(tid)
+
         def apply() -> None:
+            if listed_first:
+                state.ids.pop()  # still the list's last: _add_entry lists it in its place
             self._add_entry(expanded, ver)
             state.removed.discard(tid)
 
@@ -157,6 +168,8 @@ class MetaCore(MetaRegistry):
         entry = self.state.entries.get(task_id(stream_id, task_id_))
         if entry is None:
             return DropResult.NOT_FOUND
+        if should_pause(entry.lifecycle.status):
+            self._paused_call(-1)  # M1: the seed's "desc the paused task counter"
         entry.lifecycle.handle(TaskEvent.DROPPING, listener=self._on_status_change)
         if entry.timer_active > 0:
             entry.drop_pending = True
@@ -183,16 +196,19 @@ class MetaCore(MetaRegistry):
         entry = state.entries.get(handle.id)
         if entry is None or entry.incarnation != handle.incarnation:
             entry = state.detached.get(handle.incarnation)
-        if entry is None or entry.acquires == 0:
+        if entry is not None and entry.acquires > 0:
+            entry.acquires -= 1
+        elif not self.profile.seed(Switch.RELEASE_BELOW_ZERO):  # M8
             refcount = 0 if entry is None else entry.refcount
             raise ReleaseError(
                 f"release of task {handle.id} (registration {handle.incarnation}) with no "
                 f"outstanding acquire: its refcount {refcount} would go below what the meta "
                 f"holds (below zero once the task is dropped)"
             )
-        entry.acquires -= 1
+        elif entry is None:
+            return  # the seed's task is freed: its release writes freed memory, nothing here
         entry.refcount -= 1
-        if entry.refcount == 0:
+        if entry.refcount == 0 and state.detached.get(entry.incarnation) is entry:
             del state.detached[entry.incarnation]
 
     # -- task events ------------------------------------------------------------------------
@@ -201,6 +217,8 @@ class MetaCore(MetaRegistry):
         """streamTaskHandleEvent on a mapped task."""
         entry = self.entry(stream_id, task_id_)
         outcome = entry.lifecycle.handle(event, listener=self._on_status_change)
+        if event is TaskEvent.PAUSE:
+            self._paused_call(+1)  # M1: streamTaskPause, whatever the outcome
         if event is TaskEvent.CHECKPOINT_DONE and outcome is Outcome.APPLIED:
             entry.checkpointing_id = 0
             entry.checkpoint_trans_id = 0
@@ -217,6 +235,8 @@ class MetaCore(MetaRegistry):
     def resume(self, stream_id: int, task_id_: int) -> Outcome:
         """streamTaskResume: back to the status saved by PAUSE or HALT."""
         entry = self.entry(stream_id, task_id_)
+        if entry.lifecycle.status is TaskStatus.PAUSE:
+            self._paused_call(-1)  # M1: streamTaskResume from PAUSE
         return entry.lifecycle.resume(listener=self._on_status_change)
 
     def begin_checkpoint(
@@ -255,6 +275,11 @@ class MetaCore(MetaRegistry):
         Not durable until ``commit`` (or the commit of any later writing operation); close
         throws it away, and a failed commit restores the committed record in memory too.
         """
+        entry = self.state.entries.get(task.id)
+        if entry is None and self.profile.seed(Switch.SAVE_TASK_UNMAPPED):  # M10
+            self._ensure_transaction()
+            self.tasks.upsert(*self.codec.record(task))
+            return
         entry = self.entry(task.stream_id, task.task_id)
         if task.fill_history != entry.task.fill_history:
             raise MisuseError(f"save_task cannot change the fill-history flag of task {entry.id}")
@@ -276,7 +301,7 @@ class MetaCore(MetaRegistry):
         """
         state = self.state
         mapped = {tid: e.task for tid, e in state.entries.items()}
-        plan = plan_load(self.tasks.items(), mapped, self.codec, self.expand)
+        plan = plan_load(self.tasks.items(), mapped, self.codec, self.expand, self.profile)
 
         def apply() -> None:
             for task in plan.add:
@@ -288,10 +313,12 @@ class MetaCore(MetaRegistry):
             state.loaded = True
 
         if plan.writes:
-            self._durably([self.codec.record(t) for t in plan.cleared.values()], plan.deletes,
-                          apply)
+            self._remove_durably([self.codec.record(t) for t in plan.cleared.values()],
+                                 plan.deletes, apply)
         else:
             apply()
+        if plan.aborted is not None:
+            raise plan.aborted  # M4: the seed's load returns -1 (what it loaded stays)
         return plan.report
 
     def latest_checkpoint_id(self) -> int:
@@ -320,11 +347,16 @@ class MetaCore(MetaRegistry):
         or one whose every member has a result already, completes before this returns.
         """
         info = self.state.start
+        if not self.state.ids and self.by_count:
+            return ()  # M7: the seed returns at once, with no round and no callback
         if info.round is not None:
             info.superseded += 1
         entries = self.state.entries
         info.round = StartRound(tuple(self.state.ids), self.now)
-        steps = tuple((tid, self._start_task(entries[tid])) for tid in info.round.members)
+        steps = tuple(
+            (tid, self._start_task(entries[tid]) if tid in entries else self._not_acquired(tid))
+            for tid in info.round.members
+        )
         self._complete_round_if_done()
         return steps
 
@@ -346,8 +378,7 @@ class MetaCore(MetaRegistry):
 
     def all_tasks_ready(self) -> bool:
         """streamMetaAllTasksReady: every listed task is downstream-ready."""
-        entries = self.state.entries
-        return all(entries[tid].downstream_ready for tid in self.state.ids)
+        return all(entry.downstream_ready for entry in self.listed())
 
     # -- stop and close ---------------------------------------------------------------------
 
@@ -362,18 +393,17 @@ class MetaCore(MetaRegistry):
         if not state.ids:
             return ()
         if state.send_before_close:
-            for tid in state.ids:
-                entry = state.entries[tid]
+            for entry in self.listed():
                 if entry.lifecycle.status is TaskStatus.CK:
                     entry.failed_checkpoint_id = entry.checkpointing_id
             self._send_heartbeat(before_close=True)
             state.send_before_close = False
         stopped: list[TaskId] = []
-        for tid in state.ids:
-            lifecycle = state.entries[tid].lifecycle
+        for entry in self.listed():
+            lifecycle = entry.lifecycle
             if not should_stop(lifecycle.status):
                 lifecycle.handle(TaskEvent.STOP, listener=self._on_status_change)
-                stopped.append(tid)
+                stopped.append(entry.id)
         return tuple(stopped)
 
     def notify_close(self) -> int:
@@ -383,8 +413,8 @@ class MetaCore(MetaRegistry):
         caller may advance its clock, and ``close`` cancels them).
         """
         state = self.state
-        for tid in state.ids:
-            state.entries[tid].lifecycle.handle(TaskEvent.STOP, listener=self._on_status_change)
+        for entry in self.listed():
+            entry.lifecycle.handle(TaskEvent.STOP, listener=self._on_status_change)
         return sum(1 for e in state.entries.values() if e.timer_active > 0)
 
     def close(self) -> None:
@@ -457,8 +487,6 @@ class MetaCore(MetaRegistry):
             entry.drop_pending = False  # a failed removal stays DROPPING: unregister retries
             self._remove(entry)
 
-    # -- the trace --------------------------------------------------------------------------
-
     # -- internals --------------------------------------------------------------------------
 
     def _remove(self, entry: TaskEntry) -> None:
@@ -471,7 +499,10 @@ class MetaCore(MetaRegistry):
             state.entries.get(entry.task.stream_task_id) if entry.task.fill_history else None
         )
         cleared: StreamTask | None = None
-        if stream_entry is not None and stream_entry.task.h_task_id == tid:
+        if stream_entry is not None and (
+            stream_entry.task.h_task_id == tid
+            or self.profile.seed(Switch.UNREGISTER_CLEARS_ANY_LINK)  # M9
+        ):
             cleared = attrs.evolve(stream_entry.task, h_task_id=NO_RELATED_TASK)
             upserts.append(self.codec.record(cleared))
 
@@ -493,7 +524,15 @@ class MetaCore(MetaRegistry):
             state.removed.add(tid)
             self._complete_round_if_done()
 
-        self._durably(upserts, (self.codec.task_key(tid.stream_id, tid.task_id),), apply)
+        self._remove_durably(
+            upserts, (self.codec.task_key(tid.stream_id, tid.task_id),), apply
+        )
+
+    def _not_acquired(self, tid: TaskId) -> StartStep:
+        """start_all of a listed id that is not mapped (left by the seed's register, M2): the
+        acquire fails, a failed result is recorded."""
+        self._record_launch(tid, False)
+        return StartStep.FAILED
 
     def _start_task(self, entry: TaskEntry) -> StartStep:
         status = entry.lifecycle.status
@@ -531,23 +570,23 @@ class MetaCore(MetaRegistry):
         self.outbox.append(StartComplete(result))
 
     def _round_done(self, started: StartRound) -> bool:
-        """A round completes when every listed task still mapped has a result."""
+        """A round completes when every listed task still mapped has a result (in the seed:
+        when it has as many results as the map has tasks, checked as each operation ends)."""
+        if self.by_count:
+            return len(started.results) == len(self.state.entries)
         return started.complete(self.state.entries)
 
     def _send_heartbeat(self, *, before_close: bool) -> bool:
         """metaHeartbeatToMnodeImpl: build and encode one message, queued for the transport."""
         state = self.state
-        entries = state.entries
-        built = heartbeat.build_hb_msg(
-            state.vg_id, state.stage, (entries[t] for t in state.ids)
-        )
+        built = heartbeat.build_hb_msg(state.vg_id, state.stage, self.listed())
         if built is None:
             return False
         msg, ep_set = built
         payload = encode_hb(msg)
         state.hb_sent += 1
         if self.check:
-            expected = tuple(t for t in state.ids if not entries[t].task.fill_history)
+            expected = tuple(e.id for e in self.listed() if not e.task.fill_history)
             self._trace.heartbeats.append(
                 SentHeartbeat(msg, payload, state.role, before_close, expected)
             )

@@ -27,6 +27,7 @@ from statemeta.codec import (
 from statemeta.errors import DecodeError, IncompatibleVersionError, KeyLengthError
 from statemeta.lifecycle import TaskStatus
 from statemeta.meta.entry import ExpandHook
+from statemeta.semantics import Profile, Switch
 from statemeta.store.protocol import Store, Table
 
 
@@ -54,15 +55,22 @@ def codec_for(check_invariants: bool) -> Codec:
     return CHECK_CODEC if check_invariants else PLAIN_CODEC
 
 
-def check_compatible(store: Store, tasks: Table, codec: Codec) -> None:
-    """streamMetaCheckBackendCompatible, over every record: version <= 1 cannot be opened."""
+def check_compatible(store: Store, tasks: Table, codec: Codec, profile: Profile) -> None:
+    """streamMetaCheckBackendCompatible, over every record: version <= 1 cannot be opened.
+
+    The seed (M6) reads the first record only; one that does not decode counts as compatible.
+    """
+    first_only = profile.seed(Switch.COMPAT_CHECKS_FIRST_RECORD)  # M6
     for _key, value in tasks.items():
+        msg_ver: int | None
         try:
             msg_ver, _checkpoint_id, _checkpoint_ver = codec.checkpoint_info(value)
         except DecodeError:
-            continue  # load_all reports it
-        if msg_ver <= SSTREAM_TASK_INCOMPATIBLE_VER:
+            msg_ver = None  # load_all reports it
+        if msg_ver is not None and msg_ver <= SSTREAM_TASK_INCOMPATIBLE_VER:
             raise IncompatibleVersionError(msg_ver, path=store.path)
+        if first_only:
+            return
 
 
 @attrs.frozen
@@ -97,6 +105,8 @@ class LoadPlan:
     deletes: tuple[bytes, ...]
     cleared: dict[TaskId, StreamTask]
     report: LoadReport
+    aborted: Exception | None = None
+    """M4 seed: the error of the record the walk stopped at (what was planned before stays)."""
 
     @property
     def writes(self) -> bool:
@@ -108,12 +118,19 @@ def plan_load(
     mapped: dict[TaskId, StreamTask],
     codec: Codec,
     expand: ExpandHook,
+    profile: Profile,
 ) -> LoadPlan:
     """The plan of load_all over ``rows`` (key byte order), ``mapped`` being the map's records.
 
     DROPPING records are deleted and a stream task pointing at a deleted fill-history task gets
     its related id cleared; a mapped id keeps its in-memory task; an undecodable record is
-    skipped and reported. The expand hook may raise: nothing is planned then."""
+    skipped and reported. The expand hook may raise: nothing is planned then.
+
+    The seed stops the walk at an undecodable record (M4: ``aborted``) and recycles a DROPPING
+    record whose id is mapped (M5)."""
+    aborts = profile.seed(Switch.LOAD_ABORTS_ON_UNDECODABLE)  # M4
+    dropping_first = profile.seed(Switch.DROPPING_BEFORE_DUPLICATE)  # M5
+    aborted: Exception | None = None
     loaded: list[StreamTask] = []
     removed: list[TaskId] = []
     duplicates: list[TaskId] = []
@@ -124,14 +141,21 @@ def plan_load(
             task = codec.decode_record(key, value)
         except (DecodeError, IncompatibleVersionError, KeyLengthError) as e:
             undecodable.append(SkippedRecord(key.hex(), str(e)))
+            if aborts:
+                aborted = e
+                break
             continue
-        if task.id in mapped:
+        dropping = task.task_status == TaskStatus.DROPPING
+        if task.id in mapped and not (dropping and dropping_first):
             duplicates.append(task.id)
-        elif task.task_status == TaskStatus.DROPPING:
+        elif dropping:
             removed.append(task.id)
             deletes.append(key)
         else:
             loaded.append(expand(task, task.checkpoint_ver + 1))
+    if aborted is not None:  # the seed returns before its recycle loop: nothing deleted
+        removed.clear()
+        deletes.clear()
     dropped = set(removed)
     cleared = {
         task.id: attrs.evolve(task, h_task_id=NO_RELATED_TASK)
@@ -145,4 +169,4 @@ def plan_load(
         tuple(undecodable),
         tuple(cleared),
     )
-    return LoadPlan(tuple(loaded), tuple(deletes), cleared, report)
+    return LoadPlan(tuple(loaded), tuple(deletes), cleared, report, aborted)

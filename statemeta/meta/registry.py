@@ -10,14 +10,15 @@ trace check mode reads. ``copy`` copies the state and nothing that refers back t
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Self
 
 import attrs
 
 from statemeta.codec import STREAM_TASK_KEY_LEN, StreamTask, TaskId
-from statemeta.errors import UnknownTaskError
+from statemeta.errors import StoreFault, UnknownTaskError
 from statemeta.lifecycle import StatusChange, TaskLifecycle, TaskStatus
 from statemeta.meta import heartbeat
 from statemeta.meta.effects import Effect
@@ -25,8 +26,9 @@ from statemeta.meta.entry import ExpandHook, TaskEntry
 from statemeta.meta.persist import Codec, codec_for
 from statemeta.meta.state import MetaState, TimerKind
 from statemeta.roles import Role, RoleEvent, RoleRow, role_row
-from statemeta.semantics import Profile, Semantics, as_profile
+from statemeta.semantics import Profile, Semantics, Switch, as_profile
 from statemeta.store.protocol import Store, Table
+from statemeta.tables import DIVERGENCES
 from statemeta.views import CheckTrace, RoleChange, SentHeartbeat
 
 SNODE_HANDLE = -2
@@ -36,6 +38,10 @@ CHECKPOINT_TABLE = "checkpoint.db"
 CHECKPOINT_KEY_LEN = 4
 CHECK_DOWNSTREAM_INTERVAL = 100
 """ms: the default delay of a task timer (the downstream re-check)."""
+META_SWITCHES = frozenset(
+    r.switch for r in DIVERGENCES.rows if r.scope == "meta" and r.switch is not None
+)
+"""The switches of the meta itself (spec/divergences.md, "The meta")."""
 
 
 
@@ -86,6 +92,17 @@ class MetaRegistry:
     ) -> None:
         self.profile = as_profile(semantics)
         """The semantics the meta follows (statemeta.semantics); each task's lifecycle too."""
+        self.keeps_invariants = not self.profile.seed_switches & META_SWITCHES
+        """False when a meta switch takes the seed's side: the seed breaks invariants of the
+        catalogue on purpose (list-map, paused-count, refcount, store-mirror...), so check mode
+        checks only the trace invariants, which no switch breaks; the seed's violations of the
+        others are what the explorer and the harness report as the seed's findings."""
+        self.by_count = self.profile.seed(Switch.ROUND_COMPLETES_BY_COUNT)  # M7
+        """A start round completes when its results number the map's tasks, and start_all
+        over an empty list opens no round (the seed)."""
+        self.paused_by_calls = self.profile.seed(Switch.PAUSED_COUNT_DRIFTS)  # M1
+        """paused_count moves with the calls streamTaskPause, streamTaskResume and unregister
+        make (``_paused_call``), as in the seed, instead of with the status changes."""
         self.store = store
         self.tasks = self._task_table(store)
         self.expand = expand
@@ -148,13 +165,20 @@ class MetaRegistry:
         return entry
 
     def _on_status_change(self, _lifecycle: TaskLifecycle, change: StatusChange) -> None:
-        """Every lifecycle change the core causes: keeps paused_count exact."""
-        if change.new is TaskStatus.PAUSE and change.old is not TaskStatus.PAUSE:
-            self.state.paused_count += 1
-        elif change.old is TaskStatus.PAUSE and change.new is not TaskStatus.PAUSE:
-            self.state.paused_count -= 1
+        """Every lifecycle change the core causes: keeps paused_count exact (but in the seed)."""
+        if not self.paused_by_calls:
+            if change.new is TaskStatus.PAUSE and change.old is not TaskStatus.PAUSE:
+                self.state.paused_count += 1
+            elif change.old is TaskStatus.PAUSE and change.new is not TaskStatus.PAUSE:
+                self.state.paused_count -= 1
         if self.check:
             self._trace.changes.append(change)
+
+    def _paused_call(self, delta: int) -> None:
+        """M1 seed: a call moves paused_count by ``delta`` whatever the task's status did
+        (streamTaskPause +1 on every PAUSE; resume from PAUSE and unregister in PAUSE -1)."""
+        if self.paused_by_calls:
+            self.state.paused_count += delta
 
     def _apply_role(self, event: RoleEvent) -> RoleRow:
         state = self.state
@@ -164,6 +188,15 @@ class MetaRegistry:
         if self.check:
             self._trace.roles.append(RoleChange(old, event, row.to_role))
         return row
+
+    def listed(self) -> Iterator[TaskEntry]:
+        """The entry of each listed id, in list order. An id listed but not mapped, which only
+        the seed's failed register leaves (M2), is skipped, as the seed's map lookup skips it."""
+        entries = self.state.entries
+        for tid in self.state.ids:
+            entry = entries.get(tid)
+            if entry is not None:
+                yield entry
 
     def _add_entry(self, task: StreamTask, ver: int) -> None:
         """streamTaskInit's runtime part: refcount 1, UNINIT, the trigger timer's reference."""
@@ -207,6 +240,25 @@ class MetaRegistry:
             self._rollback()
             raise
         self.state.uncommitted.clear()
+        apply()
+
+    def _remove_durably(
+        self,
+        upserts: Sequence[tuple[bytes, bytes]],
+        deletes: Sequence[bytes],
+        apply: Callable[[], None],
+    ) -> None:
+        """A removal's writes (unregister, load's recycling): ``_durably``, or in the seed
+        (M3) written into the open transaction and not committed: close throws them away,
+        the next commit makes them durable. The seed only logs a failed write: ignored."""
+        if not self.profile.seed(Switch.REMOVAL_NOT_COMMITTED):  # M3
+            self._durably(upserts, deletes, apply)
+            return
+        for write in (*(functools.partial(self.tasks.delete, k) for k in deletes),
+                      *(functools.partial(self.tasks.upsert, k, v) for k, v in upserts)):
+            with contextlib.suppress(StoreFault):
+                self._ensure_transaction()
+                write()
         apply()
 
     def _rollback(self) -> None:

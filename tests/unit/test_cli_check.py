@@ -14,11 +14,16 @@ import re
 import sys
 import textwrap
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from statemeta.cli import main
+from statemeta.harness.machine import Divergence, compare_step
+from statemeta.harness.normalize import Json
+from statemeta.harness.operations import Op
+from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.trace import read_trace
 from statemeta.harness.variants import VARIANTS
 
@@ -180,6 +185,50 @@ def test_the_served_seed_conforms_to_the_seed(
     )
     assert code == 0, text
     assert "declares seed semantics" in text and "against the seed semantics" in text
+    # the seed's own violations are counted in the summary, not failures of the server
+    assert re.search(r"invariant violations of the seed reference itself: .*paused-count \d+",
+                     text), text
+
+
+def test_the_served_seed_at_level_3_is_not_the_intended_semantics(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Against the intended reference, a faithful seed fails at level 3 (its violations are
+    its own only against the seed reference); the trace passes when replayed as the seed."""
+    out = tmp_path / "trace.json"
+    code, text = _check(
+        capsys, "--sut", SEED_SERVER, "--semantics", "intended", "--level", "3", *FEW,
+        "--trace-out", str(out),
+    )
+    assert code == 1, text
+    assert "NOT conformant" in text and "invariant violations of" not in text
+    code, text = _replay(capsys, str(out), "--semantics", "seed")
+    assert code == 0, text
+
+
+def _paused_twice(semantics: str) -> tuple[Op, dict[str, Json], dict[str, Json]]:
+    adapter = ReferenceAdapter(check_invariants=False, semantics=semantics)
+    adapter.start(3)
+    adapter.call(Op.of("register", task="s1"))
+    adapter.call(Op.of("handle_event", task="s1", event="pause"))
+    op = Op.of("handle_event", task="s1", event="pause")
+    result = adapter.call(op)
+    view = adapter.view()
+    adapter.stop()
+    return op, result, view
+
+
+def test_an_invariant_the_seed_reference_breaks_too_is_the_seeds() -> None:
+    op, result, seed_view = _paused_twice("seed")
+    _op, intended_result, intended_view = _paused_twice("intended")
+    assert result == intended_result
+    seeds: Counter[str] = Counter()
+    compare_step(op, result, result, seed_view, seed_view, seeds)
+    assert seeds == Counter({"paused-count": 1})
+    with pytest.raises(Divergence, match="invariant 'paused-count' violated") as info:
+        compare_step(op, result, result, intended_view, seed_view, seeds)
+    assert info.value.kind == "invariant"
+    assert seeds == Counter({"paused-count": 1})
 
 
 def test_the_served_seed_is_not_the_intended_semantics(

@@ -7,13 +7,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
+from meta_support import committed, faulty_factory, fill_history_pair, open_meta, task
 
-from statemeta.errors import MisuseError, SpecError
+from statemeta.codec import NO_RELATED_TASK, TaskId, encode_task_key
+from statemeta.errors import MisuseError, SpecError, StatemetaError
 from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus
+from statemeta.meta import StreamMeta
 from statemeta.semantics import Profile, Semantics, as_profile
+from statemeta.store import FaultyStore, LmdbStore
 from statemeta.tables import DIVERGENCES, Switch, load_divergences, read_spec, spec_dir
 
 S, E = TaskStatus, TaskEvent
@@ -112,11 +117,194 @@ def run(shown: Shown, semantics: Semantics | str | Profile) -> object:
     return shown.observe(lc)
 
 
+# -- the meta's switches: each trace opens metas (check mode) on one LMDB directory ----------
+
+Open = Callable[..., StreamMeta]
+"""Opens a meta on the trace's directory (keyword arguments: open_meta's)."""
+
+
+@attrs.frozen
+class MetaShown:
+    """A trace over metas of one directory, what it observes, and what each profile observes."""
+
+    trace: Callable[[Open, Path], object]
+    intended: object
+    seed: object
+
+
+T1, T2, T3 = task(1), task(2), task(3)  # keys sort 1, 2, 3 (little-endian task ids)
+
+
+def error_of(call: Callable[[], object]) -> str | None:
+    try:
+        call()
+    except StatemetaError as e:
+        return type(e).__name__
+    return None
+
+
+def pause_twice(open_: Open, _path: Path) -> object:
+    meta = open_()
+    meta.register(T1, 5)
+    meta.handle_event(0x10, 1, E.PAUSE)  # UNINIT -> PAUSE
+    meta.handle_event(0x10, 1, E.PAUSE)  # PAUSE -> PAUSE: streamTaskPause adds 1 again
+    return meta.status(0x10, 1), meta.paused_count
+
+
+def register_with_a_failing_commit(open_: Open, _path: Path) -> object:
+    meta = open_(store_factory=faulty_factory)
+    store = meta.store
+    assert isinstance(store, FaultyStore)
+    store.fail_next("commit")
+    error = error_of(lambda: meta.register(T1, 5))
+    meta.register(T2, 5)
+    return error, meta.task_ids(), meta.view().map_ids == {T2.id}
+
+
+def unregister_then_close(open_: Open, path: Path) -> object:
+    meta = open_()
+    meta.register(T1, 5)
+    meta.unregister(0x10, 1)
+    meta.close()  # aborts the seed's uncommitted delete
+    return len(committed(path))
+
+
+def write_raw(path: Path, key: bytes, value: bytes) -> None:
+    store = LmdbStore.open(path, durable=False)
+    table = store.table("task.db", 16)
+    store.begin()
+    table.upsert(key, value)
+    store.commit()
+    store.close()
+
+
+def load_past_a_corrupt_record(open_: Open, path: Path) -> object:
+    meta = open_()
+    for t in (T1, T2, T3):
+        meta.register(t, 5)
+    meta.close()
+    write_raw(path, encode_task_key(0x10, 2), b"\x05\x00\x00\x00\x02")
+    meta = open_()
+    return error_of(meta.load_all), meta.task_ids()
+
+
+def load_a_mapped_dropping_record(open_: Open, _path: Path) -> object:
+    meta = open_()
+    meta.register(T1, 5)
+    meta.start_task_timer(0x10, 1)
+    meta.unregister(0x10, 1)  # DEFERRED: DROPPING while its timer runs
+    meta.save_task(attrs.evolve(meta.task(0x10, 1), task_status=int(S.DROPPING)))
+    meta.commit()
+    report = meta.load_all()
+    return report.duplicates, report.removed, len(meta.stored_tasks()), meta.task_ids()
+
+
+def open_over_an_old_second_record(open_: Open, path: Path) -> object:
+    meta = open_()
+    meta.register(T1, 5)
+    meta.register(T2, 5)
+    meta.close()
+    old = bytearray(committed(path)[encode_task_key(0x10, 2)])
+    old[4:12] = (1).to_bytes(8, "little")  # msgVer 1: incompatible
+    write_raw(path, encode_task_key(0x10, 2), bytes(old))
+    return error_of(open_)
+
+
+def round_with_a_late_registration(open_: Open, _path: Path) -> object:
+    meta = open_()
+    meta.register(T1, 5)
+    meta.start_all()
+    meta.register(T2, 5)  # mapped, not a member: the seed's count now needs 2 results
+    meta.report_launch(0x10, 1, True)
+    return meta.start_round().completed
+
+
+def release_three_times(open_: Open, _path: Path) -> object:
+    meta = open_()
+    meta.register(T1, 5)
+    handle = meta.acquire(0x10, 1)
+    assert handle is not None
+    errors = tuple(error_of(lambda: meta.release(handle)) for _ in range(3))
+    return errors, meta.refcount(0x10, 1)
+
+
+def unregister_a_relinked_fill_history_task(open_: Open, _path: Path) -> object:
+    stream, history = fill_history_pair()
+    meta = open_()
+    meta.register(stream, 5)
+    meta.register(history, 5)
+    other = TaskId(stream.stream_id, 3)
+    meta.save_task(attrs.evolve(meta.task(stream.stream_id, 1), h_task_id=other))
+    meta.unregister(history.stream_id, history.task_id)
+    return meta.task(stream.stream_id, 1).h_task_id == NO_RELATED_TASK
+
+
+def save_an_unmapped_task(open_: Open, _path: Path) -> object:
+    meta = open_()
+    return error_of(lambda: meta.save_task(T1)), len(meta.stored_tasks())
+
+
+META_SHOWN: dict[Switch, MetaShown] = {
+    # M1: PAUSE, PAUSE: the seed counts two paused tasks for one.
+    Switch.PAUSED_COUNT_DRIFTS: MetaShown(pause_twice, (S.PAUSE, 1), (S.PAUSE, 2)),
+    # M2: the seed's failed register leaves its id listed (not mapped).
+    Switch.REGISTER_LISTS_FIRST: MetaShown(
+        register_with_a_failing_commit,
+        ("StoreFault", (T2.id,), True),
+        ("StoreFault", (T1.id, T2.id), True),
+    ),
+    # M3: the seed's unregister is not committed: close loses it, the record is back.
+    Switch.REMOVAL_NOT_COMMITTED: MetaShown(unregister_then_close, 0, 1),
+    # M4: the seed's load stops at the corrupt record (and fails); the intended one skips it.
+    Switch.LOAD_ABORTS_ON_UNDECODABLE: MetaShown(
+        load_past_a_corrupt_record, (None, (T1.id, T3.id)), ("DecodeError", (T1.id,))
+    ),
+    # M5: a mapped task's DROPPING record: a duplicate, or (seed) deleted under the live task.
+    Switch.DROPPING_BEFORE_DUPLICATE: MetaShown(
+        load_a_mapped_dropping_record, ((T1.id,), (), 1, (T1.id,)), ((), (T1.id,), 0, (T1.id,))
+    ),
+    # M6: the incompatible record is the second one: the seed opens the store.
+    Switch.COMPAT_CHECKS_FIRST_RECORD: MetaShown(
+        open_over_an_old_second_record, "IncompatibleVersionError", None
+    ),
+    # M7: a task registered during the round: the seed's count never reaches the map's size.
+    Switch.ROUND_COMPLETES_BY_COUNT: MetaShown(round_with_a_late_registration, 1, 0),
+    # M8: one acquire, three releases: the seed's refcount goes below zero.
+    Switch.RELEASE_BELOW_ZERO: MetaShown(
+        release_three_times, ((None, "ReleaseError", "ReleaseError"), 1), ((None, None, None), -1)
+    ),
+    # M9: the stream task names another fill-history task: the seed clears it anyway.
+    Switch.UNREGISTER_CLEARS_ANY_LINK: MetaShown(unregister_a_relinked_fill_history_task, False,
+                                                 True),
+    # M10: the seed writes the record of a task it does not map.
+    Switch.SAVE_TASK_UNMAPPED: MetaShown(save_an_unmapped_task, ("UnknownTaskError", 0), (None, 1)),
+}
+
+
+def run_meta(shown: MetaShown, semantics: Semantics | str | Profile, path: Path) -> object:
+    """The trace in a fresh directory; every meta it opens runs in check mode and is closed."""
+    path.mkdir()
+    opened: list[StreamMeta] = []
+
+    def open_(**options: Any) -> StreamMeta:
+        opened.append(open_meta(path, semantics=semantics, **options))
+        return opened[-1]
+
+    try:
+        return shown.trace(open_, path)
+    finally:
+        for meta in opened:
+            if not meta.closed:
+                meta.close()
+
+
 def test_every_switch_is_shown() -> None:
-    assert set(SHOWN) == set(Switch)
+    assert set(SHOWN) | set(META_SHOWN) == set(Switch)
+    assert not set(SHOWN) & set(META_SHOWN)
+    assert {DIVERGENCES.row(s).scope for s in META_SHOWN} == {"meta"}
 
 
-@pytest.mark.parametrize("switch", list(Switch), ids=lambda s: s.value)
+@pytest.mark.parametrize("switch", list(SHOWN), ids=lambda s: s.value)
 def test_the_profiles_differ_as_the_page_says(switch: Switch) -> None:
     shown = SHOWN[switch]
     assert shown.intended != shown.seed
@@ -124,6 +312,17 @@ def test_the_profiles_differ_as_the_page_says(switch: Switch) -> None:
     assert run(shown, "seed") == shown.seed
     assert run(shown, Profile.only(switch)) == shown.seed  # the switch alone makes it
     assert run(shown, Profile(frozenset(Switch) - {switch})) == shown.intended
+
+
+@pytest.mark.parametrize("switch", list(META_SHOWN), ids=lambda s: s.value)
+def test_the_meta_profiles_differ_as_the_page_says(switch: Switch, tmp_path: Path) -> None:
+    shown = META_SHOWN[switch]
+    assert shown.intended != shown.seed
+    assert run_meta(shown, Semantics.INTENDED, tmp_path / "intended") == shown.intended
+    assert run_meta(shown, "seed", tmp_path / "seed") == shown.seed
+    assert run_meta(shown, Profile.only(switch), tmp_path / "only") == shown.seed
+    others = Profile(frozenset(Switch) - {switch})
+    assert run_meta(shown, others, tmp_path / "others") == shown.intended
 
 
 def test_the_seed_fires_a_stale_waiting_event_twice() -> None:
@@ -151,9 +350,11 @@ PAGE = (Path(__file__).resolve().parents[2] / "spec" / "divergences.md").read_te
 
 
 def test_every_row_of_the_table_is_on_the_page() -> None:
-    """Each row's id and title head a row of the page, which names its switch (or says that it
-    stays outside the model)."""
+    """Each row's id and title head a row of the page's tables, which names its switch (or says
+    that it stays outside the model); meta rows are lines of the meta section (below)."""
     for row in DIVERGENCES.rows:
+        if row.scope == "meta":
+            continue
         line = next(
             (x for x in PAGE.splitlines() if x.startswith(f"| {row.id} {row.title} |")), None
         )
@@ -170,6 +371,25 @@ def test_every_lifecycle_row_of_the_page_is_in_the_table() -> None:
     assert ids == [r.id for r in DIVERGENCES.rows if r.scope == "lifecycle"]
 
 
+META_SECTION = PAGE.split("## The meta (streamMeta.c)", 1)[1]
+
+
+def test_every_meta_row_of_the_table_is_on_the_page() -> None:
+    """Each meta row heads a line of the meta section naming its switch."""
+    for row in DIVERGENCES.rows:
+        if row.scope != "meta":
+            continue
+        assert row.switch is not None
+        line = f"- **{row.id} {row.title}:** switch `{row.switch.value}`"
+        assert line in META_SECTION, f"{row.id} {row.title!r}: no line {line!r} in the page"
+
+
+def test_every_meta_switch_of_the_page_is_in_the_table() -> None:
+    found = re.findall(r"^- \*\*(M\d+) (.+?):\*\* switch `(\w+)`", META_SECTION, re.MULTILINE)
+    rows = [r for r in DIVERGENCES.rows if r.scope == "meta"]
+    assert found == [(r.id, r.title, r.switch.value if r.switch else None) for r in rows]
+
+
 def test_the_table_is_checked() -> None:
     doc = read_spec(spec_dir() / "divergences.toml")
     rows = doc["divergence"]
@@ -184,3 +404,37 @@ def test_the_table_is_checked() -> None:
                                                  "switch": "reset_keeps_prev"}]})
     with pytest.raises(SpecError, match="duplicate id 'L1'"):
         load_divergences({"divergence": [*rows, rows[0]]})
+
+
+def test_the_seed_start_all_over_no_tasks_opens_no_round(tmp_path: Path) -> None:
+    rounds: dict[str, list[object]] = {}
+    for name in ("intended", "seed"):
+        calls = rounds.setdefault(name, [])
+        meta = open_meta(tmp_path / name, semantics=name, on_start_complete=calls.append)
+        assert meta.start_all() == ()
+        assert meta.start_round().completed == len(calls)
+        meta.close()
+    assert (len(rounds["intended"]), len(rounds["seed"])) == (1, 0)
+
+
+def test_check_mode_skips_the_state_invariants_a_meta_switch_breaks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seed's drifted paused count passes check mode (it is the seed's finding); the
+    lifecycle switches alone break no invariant of the meta: the whole catalogue runs."""
+    import statemeta.meta.stream_meta as edge
+
+    checked: list[str] = []
+    whole = edge.check_invariants
+    monkeypatch.setattr(edge, "check_invariants", lambda m: (checked.append("all"), whole(m)))
+    seed = open_meta(tmp_path / "seed", semantics="seed")
+    seed.register(T1, 5)
+    seed.handle_event(0x10, 1, E.PAUSE)
+    seed.handle_event(0x10, 1, E.PAUSE)
+    assert seed.paused_count == 2 and checked == []
+    seed.close()
+    lifecycle_only = Profile(frozenset(s for s in Switch if s not in META_SHOWN))
+    meta = open_meta(tmp_path / "lifecycle", semantics=lifecycle_only)
+    meta.register(T1, 5)
+    assert checked == ["all"]
+    meta.close()
