@@ -185,7 +185,10 @@ class StateAbstraction:
         listed = state.ids
         statuses = self.statuses
         for position, tid in enumerate(listed):
-            entry = entries[tid]
+            entry = entries.get(tid)
+            if entry is None:  # listed, not mapped: the seed's failed register (M2)
+                sigs[self._slot(tid)].append(("list_only", position))
+                continue
             lifecycle = entry.lifecycle
             status = lifecycle.status
             statuses.add(status)
