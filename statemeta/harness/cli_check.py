@@ -24,6 +24,7 @@ import shlex
 import signal
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -350,9 +351,7 @@ def run_check_command(args: argparse.Namespace) -> int:
     rate = report.steps / max(report.seconds, 1e-9)
     summary = f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
     summary += f"({rate:.0f} steps/s)"
-    if report.seed_violations:
-        counts = ", ".join(f"{i} {n}" for i, n in report.seed_violations.items())
-        summary += f"; invariant violations of the {args.semantics} reference itself: {counts}"
+    summary += _own_violations(report.seed_violations, args.semantics)
     if report.trace is None:
         print(f"conformant: {summary}")
         return EXIT_CONFORMANT
@@ -362,6 +361,14 @@ def run_check_command(args: argparse.Namespace) -> int:
     print(f"replay it: statemeta replay {args.trace_out} --sut {shlex.quote(args.sut)}"
           f" --semantics {args.semantics}")
     return EXIT_FAILED
+
+
+def _own_violations(counts: dict[str, int], semantics: str) -> str:
+    """The summary's note of the invariants the reference itself broke (the seed's defects)."""
+    if not counts:
+        return ""
+    listed = ", ".join(f"{i} {n}" for i, n in counts.items())
+    return f"; invariant violations of the {semantics} reference itself: {listed}"
 
 
 def run_replay_command(args: argparse.Namespace) -> int:
@@ -380,15 +387,22 @@ def run_replay_command(args: argparse.Namespace) -> int:
             return EXIT_COULD_NOT_RUN
         semantics = Semantics.of(args.semantics or recorded.semantics)
         reference = functools.partial(ReferenceAdapter, semantics=semantics)
+        own: Counter[str] = Counter()
         trace = replay(
-            recorded.ops, level=recorded.level, sut=sut, sut_command=command, reference=reference
+            recorded.ops,
+            level=recorded.level,
+            sut=sut,
+            sut_command=command,
+            reference=reference,
+            seed_violations=own,
         )
     if received:
         return _interrupted(received, command)
     if trace is None:
+        note = _own_violations(dict(sorted(own.items())), semantics.value)
         print(
             f"passes: all {len(recorded.steps)} steps of {args.trace} agree ({command}, "
-            f"{semantics.value} semantics)"
+            f"{semantics.value} semantics){note}"
         )
         return EXIT_CONFORMANT
     print(format_trace(trace))

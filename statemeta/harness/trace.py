@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias, TypeVar
@@ -298,10 +299,13 @@ def replay(
     sut: Adapter,
     sut_command: str,
     reference: Callable[[], ReferenceAdapter] = ReferenceAdapter,
+    seed_violations: Counter[str] | None = None,
 ) -> Trace | None:
     """Runs ``ops`` through the differential machine, outside Hypothesis (the same checks
     after every step); the trace of the failure (in the semantics of the reference that
-    ``reference`` makes), or None if every step passed."""
+    ``reference`` makes), or None if every step passed. The view invariants the reference
+    broke too (the seed's own violations, not the implementation's) are added to
+    ``seed_violations``, per invariant id."""
     recording = RecordingAdapter(sut)
     machine_class = build_machine(level, reference=reference, sut=recording, name="Replay")
     semantics = reference().semantics  # not started: only asked what it compares against
@@ -331,6 +335,8 @@ def replay(
             semantics=semantics,
         )
     finally:
+        if seed_violations is not None:
+            seed_violations.update(machine_class.seed_violations)  # type: ignore[attr-defined]
         if machine is not None:
             machine.reference.stop()
             with contextlib.suppress(SutError):

@@ -213,7 +213,9 @@ def test_a_seed_trace_replays_against_the_served_seed(
         assert trace.semantics is Semantics.SEED
         assert trace.sut.endswith("-m statemeta.serve --semantics seed")
         assert main(["replay", entry["trace"]]) == 0, capsys.readouterr().out
-        assert "seed semantics" in capsys.readouterr().out
+        passed = capsys.readouterr().out
+        assert "seed semantics); invariant violations of the seed reference itself: " in passed
+        assert f"{entry['invariant']} 1" in passed  # the defect reproduced, at its last step
         assert main(["replay", entry["trace"], "--semantics", "intended"]) == 1
         assert "still fails" in capsys.readouterr().out
 
