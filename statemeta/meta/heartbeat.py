@@ -3,10 +3,11 @@
 A leader's meta runs one timer chain: a tick every ``META_HB_CHECK_INTERVAL`` ms, and one
 message every ``META_HB_SEND_IDLE_COUNTER`` ticks (5 s). A chain is data (``HeartbeatState``:
 its tick counter and the seq of its armed tick in the meta's schedule); the functions below
-move it, and the meta turns a message into an effect (effects.SendHeartbeat). The seed starts
-one more chain on every leader election; here a meta has at most one chain (DESIGN §4 point
-8): starting a chain that runs is a no-op, and the chain stops as soon as the meta stops being
-leader.
+move it, and the meta turns a message into an effect (effects.SendHeartbeat). A meta has at
+most one chain, as the seed has in any sequential run (DESIGN §4 point 8): starting a chain
+that runs is a no-op, and the chain stops as soon as the meta stops being leader. The seed's
+timing (a tick at once at each election, the tick counter kept over a follower period) is not
+modelled yet: spec/divergences.md, R1.
 
 The message lists the tasks in list order, fill-history tasks left out, each with its status,
 the meta's stage and its checkpoint state; the node ids the tasks queued for update are moved
