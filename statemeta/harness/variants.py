@@ -97,11 +97,7 @@ class DeleteWithoutCommit(MetaCore):
         if not deletes:
             super()._durably(upserts, deletes, apply)
             return
-        self._ensure_transaction()
-        for key in deletes:
-            self.tasks.delete(key)
-        for key, value in upserts:
-            self.tasks.upsert(key, value)
+        self._write(upserts, deletes)  # and no commit
         apply()
 
 

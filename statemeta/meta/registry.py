@@ -230,17 +230,23 @@ class MetaRegistry:
     ) -> None:
         """Write and commit; only then ``apply`` the memory changes. On failure: roll back."""
         try:
-            self._ensure_transaction()
-            for key in deletes:
-                self.tasks.delete(key)
-            for key, value in upserts:
-                self.tasks.upsert(key, value)
+            self._write(upserts, deletes)
             self.store.commit()
         except BaseException:
             self._rollback()
             raise
         self.state.uncommitted.clear()
         apply()
+
+    def _write(
+        self, upserts: Sequence[tuple[bytes, bytes]], deletes: Sequence[bytes]
+    ) -> None:
+        """The writes, deletes first, into the open transaction (begun if none is open)."""
+        self._ensure_transaction()
+        for key in deletes:
+            self.tasks.delete(key)
+        for key, value in upserts:
+            self.tasks.upsert(key, value)
 
     def _remove_durably(
         self,
