@@ -1,9 +1,9 @@
 """ReferenceAdapter: the reference StreamMeta (or one broken variant) behind the Adapter protocol.
 
-Level 1 holds one ``TaskLifecycle`` per pool slot; levels 2 and 3 one ``StreamMeta`` on a
-``FaultyStore`` over a ``MemoryStore`` (fast, the default) or a real ``LmdbStore`` in a
-temporary directory, with a ``VirtualClock`` and a transport that records the heartbeats each
-operation sends. The meta runs in check mode: every operation and timer callback ends with the
+Level 1 holds one ``TaskLifecycle`` per pool slot (a lifecycle variant's, for one of those),
+levels 2 and 3 one ``StreamMeta`` on a ``FaultyStore`` over a ``MemoryStore`` (fast, the
+default) or a real ``LmdbStore`` in a temporary directory, with a ``VirtualClock`` and a
+transport that records the heartbeats each operation sends. The meta runs in check mode: every operation and timer callback ends with the
 whole invariant catalogue, and an ``InvariantViolation`` propagates (it is never a result).
 
 A crash drops the meta without closing it: the store's open transaction is lost, its timers die
@@ -154,9 +154,8 @@ class ReferenceAdapter:
         self.level = level
         self._accepted = accepted
         if level == 1:
-            self._lifecycles = {
-                s.name: TaskLifecycle(semantics=self.semantics) for s in TASK_POOL
-            }
+            lifecycle = self._meta_class().lifecycle_class  # a lifecycle variant's too
+            self._lifecycles = {s.name: lifecycle(semantics=self.semantics) for s in TASK_POOL}
             return
         if self.backend == "lmdb":
             self._path = tempfile.mkdtemp(prefix="statemeta-ref-")
@@ -258,6 +257,9 @@ class ReferenceAdapter:
 
     # -- internals ------------------------------------------------------------------------------
 
+    def _meta_class(self) -> type[StreamMeta]:
+        return ObservedStreamMeta if self.variant is None else VARIANTS[self.variant].meta_class
+
     def _store_factory(self, path: str) -> Store:
         inner: Store = (
             LmdbStore.open(path, durable=False)
@@ -272,8 +274,7 @@ class ReferenceAdapter:
 
     def _open(self) -> None:
         assert self._path is not None
-        cls = ObservedStreamMeta if self.variant is None else VARIANTS[self.variant].meta_class
-        meta = cls.open(
+        meta = self._meta_class().open(
             self._path,
             VG_ID,
             store_factory=self._store_factory,
