@@ -14,6 +14,7 @@ The protocol document's tables are generated from ERROR_CODES, OP_SPECS and the 
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import traceback
@@ -24,8 +25,9 @@ from typing import TextIO
 from statemeta.cli_args import Parser, add_semantics
 from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
-from statemeta.harness.adapter import PROTOCOL_VERSION
+from statemeta.harness.adapter import PROTOCOL_VERSION, PROTOCOL_VERSIONS
 from statemeta.harness.normalize import Json
+from statemeta.harness.observation import OUTCOMES, declared
 from statemeta.harness.operations import DOMAINS, LEVELS, OP_SPECS, TASK_POOL, Op, ops_at
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.subprocess_adapter import pool_json
@@ -87,11 +89,7 @@ class Server:
 
     def _answer(self, op: str, args: dict[str, Json]) -> Json:
         if op == "hello":
-            if args.get("protocol") != PROTOCOL_VERSION:
-                raise ProtocolError(
-                    "unsupported_protocol", f"speaks protocol {PROTOCOL_VERSION} only"
-                )
-            return self.adapter.hello()
+            return self._hello(args.get("protocol"))
         if op == "start":
             level = args.get("level")
             if level not in LEVELS:
@@ -115,6 +113,20 @@ class Server:
         except MisuseError as error:
             raise ProtocolError("bad_args", str(error)) from error
         return self.adapter.call(parsed)
+
+    def _hello(self, protocol: Json) -> Json:
+        """Protocol 2; protocol 1 too unless it declares observations (1 cannot say them)."""
+        hello = self.adapter.hello()
+        if protocol == PROTOCOL_VERSION:
+            return hello
+        if protocol not in PROTOCOL_VERSIONS:
+            raise ProtocolError("unsupported_protocol", f"speaks protocols {PROTOCOL_VERSIONS}")
+        if self.adapter.observed is not None:
+            raise ProtocolError(
+                "unsupported_protocol",
+                f"speaks protocol {PROTOCOL_VERSION} only: it declares what it observes",
+            )
+        return {**hello, "protocol": protocol}
 
     def serve(self, lines: Iterable[str], out: TextIO) -> None:
         """Answers every non-blank line, flushing each response."""
@@ -237,6 +249,16 @@ def refresh_protocol_doc(path: Path = PROTOCOL_DOC, *, write: bool) -> bool:
     return fresh != text
 
 
+def _keys(text: str) -> list[str]:
+    """``--observe``: comma-separated view keys, each declarable at some level."""
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    try:
+        declared(keys)
+    except MisuseError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    return keys
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         prog="python -m statemeta.serve",
@@ -246,6 +268,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", choices=sorted(VARIANTS), help="serve this broken variant")
     add_semantics(parser, default=Semantics.INTENDED.value)
     parser.add_argument(
+        "--observe",
+        type=_keys,
+        metavar="KEY,KEY,...",
+        help="declare and report only these view keys, at each level that has them (protocol "
+        "2; default: every key)",
+    )
+    parser.add_argument(
+        "--outcomes", choices=sorted(OUTCOMES), default="full", help="default: %(default)s"
+    )
+    parser.add_argument(
         "--write-doc", action="store_true", help="refresh the tables in docs/harness-protocol.md"
     )
     args = parser.parse_args(argv)
@@ -253,7 +285,13 @@ def main(argv: list[str] | None = None) -> int:
         stale = refresh_protocol_doc(write=True)
         print(f"{'rewrote' if stale else 'up to date'}: {PROTOCOL_DOC}")
         return 0
-    adapter = ReferenceAdapter(args.variant, check_invariants=False, semantics=args.semantics)
+    adapter = ReferenceAdapter(
+        args.variant,
+        check_invariants=False,
+        semantics=args.semantics,
+        observe=args.observe,
+        outcomes=args.outcomes,
+    )
     Server(adapter).serve(sys.stdin, sys.stdout)
     return 0
 
