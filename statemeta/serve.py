@@ -27,11 +27,19 @@ from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
 from statemeta.harness.adapter import PROTOCOL_VERSION, PROTOCOL_VERSIONS
 from statemeta.harness.normalize import Json
-from statemeta.harness.observation import OUTCOMES, declared
+from statemeta.harness.observation import (
+    COARSE_FORMS,
+    IDENTITY,
+    OBJECT_FIELDS,
+    OUTCOMES,
+    VIEW_KEYS,
+    declared,
+)
 from statemeta.harness.operations import DOMAINS, LEVELS, OP_SPECS, TASK_POOL, Op, ops_at
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.subprocess_adapter import pool_json
 from statemeta.harness.variants import VARIANTS
+from statemeta.invariants import VIEW_INVARIANTS
 from statemeta.semantics import Semantics
 
 __all__ = ["ERROR_CODES", "PROTOCOL_DOC", "ProtocolError", "Server", "main", "refresh_protocol_doc"]
@@ -188,6 +196,39 @@ def _errors_markdown() -> str:
     return "\n".join(rows)
 
 
+def _observable_markdown() -> str:
+    rows = [
+        "| level | top-level keys (`view`) | task keys (`tasks`) | always held |",
+        "|---|---|---|---|",
+    ]
+    Keys = tuple[tuple[str, ...], tuple[str, ...]]
+    same: dict[tuple[Keys, Keys], list[int]] = {}
+    for level, keys in VIEW_KEYS.items():
+        same.setdefault((keys, IDENTITY[level]), []).append(level)
+    for ((view, tasks), (identity_view, identity_tasks)), levels in same.items():
+        dotted = [f"{k}.{f}" for k in view for f in OBJECT_FIELDS.get(k, ())]
+        rows.append(
+            f"| {', '.join(map(str, levels))} | {_codes(view)}"
+            f"{'; one field of an object: ' + _codes(dotted) if dotted else ''} "
+            f"| {_codes([*tasks, *COARSE_FORMS])} | {_codes([*identity_view, *identity_tasks])} |"
+        )
+    rows += ["", "| coarse form | of | what it keeps |", "|---|---|---|"]
+    rows.extend(f"| `{name}` | `{key}` | {doc} |" for name, (key, doc, _) in COARSE_FORMS.items())
+    rows += ["", "| `outcomes` | compared |", "|---|---|"]
+    rows.extend(f"| `{name}` | {doc} |" for name, doc in OUTCOMES.items())
+    return "\n".join(rows)
+
+
+def _invariant_reads_markdown() -> str:
+    rows = ["| invariant (spec/invariants.md) | the view keys it reads |", "|---|---|"]
+    rows.extend(f"| `{name}` | {_codes(reads)} |" for name, _check, reads in VIEW_INVARIANTS)
+    return "\n".join(rows)
+
+
+def _codes(names: Iterable[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
 def _variants_markdown() -> str:
     return "\n".join(f"- `{v.name}`: {v.doc}" for v in VARIANTS.values())
 
@@ -237,6 +278,8 @@ _SECTIONS: dict[str, Callable[[], str]] = {
     "protocol-pool": _pool_markdown,
     "protocol-errors": _errors_markdown,
     "protocol-variants": _variants_markdown,
+    "protocol-observable": _observable_markdown,
+    "protocol-invariant-reads": _invariant_reads_markdown,
 }
 
 
