@@ -14,7 +14,6 @@ The protocol document's tables are generated from ERROR_CODES, OP_SPECS and the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import traceback
@@ -22,7 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
-from statemeta.cli_args import Parser, add_semantics
+from statemeta.cli_args import Parser, add_semantics, view_keys
 from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
 from statemeta.harness.adapter import PROTOCOL_VERSION, PROTOCOL_VERSIONS
@@ -33,7 +32,6 @@ from statemeta.harness.observation import (
     OBJECT_FIELDS,
     OUTCOMES,
     VIEW_KEYS,
-    declared,
 )
 from statemeta.harness.operations import DOMAINS, LEVELS, OP_SPECS, TASK_POOL, Op, ops_at
 from statemeta.harness.reference import ReferenceAdapter
@@ -292,16 +290,6 @@ def refresh_protocol_doc(path: Path = PROTOCOL_DOC, *, write: bool) -> bool:
     return fresh != text
 
 
-def _keys(text: str) -> list[str]:
-    """``--observe``: comma-separated view keys, each declarable at some level."""
-    keys = [k.strip() for k in text.split(",") if k.strip()]
-    try:
-        declared(keys)
-    except MisuseError as error:
-        raise argparse.ArgumentTypeError(str(error)) from error
-    return keys
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         prog="python -m statemeta.serve",
@@ -312,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     add_semantics(parser, default=Semantics.INTENDED.value)
     parser.add_argument(
         "--observe",
-        type=_keys,
+        type=view_keys,
         metavar="KEY,KEY,...",
         help="declare and report only these view keys, at each level that has them (protocol "
         "2; default: every key)",
