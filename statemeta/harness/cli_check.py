@@ -378,7 +378,7 @@ def run_check_command(args: argparse.Namespace) -> int:
     summary = f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
     summary += f"({rate:.0f} steps/s)"
     summary += _own_violations(report.seed_violations, args.semantics)
-    for line in _not_compared(report):
+    for line in _not_compared(report.observation):
         print(line, file=out)
     code = EXIT_CONFORMANT if report.trace is None else EXIT_FAILED
     if report.trace is None:
@@ -394,9 +394,8 @@ def run_check_command(args: argparse.Namespace) -> int:
     return code
 
 
-def _not_compared(report: CheckReport) -> list[str]:
+def _not_compared(observation: Observation | None) -> list[str]:
     """The report's lines on what the implementation does not observe (none: everything)."""
-    observation = report.observation
     if observation is None or observation.full:
         return []
     unobserved = observation.unobserved
@@ -467,6 +466,7 @@ def run_replay_command(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
             return EXIT_COULD_NOT_RUN
         semantics = Semantics.of(args.semantics or recorded.semantics)
+        observation = Observation.of_hello(sut.hello(), recorded.level)
         reference = functools.partial(ReferenceAdapter, semantics=semantics)
         own: Counter[str] = Counter()
         trace = replay(
@@ -479,6 +479,8 @@ def run_replay_command(args: argparse.Namespace) -> int:
         )
     if received:
         return _interrupted(received, command)
+    for line in _not_compared(observation):
+        print(line)
     if trace is None:
         note = _own_violations(dict(sorted(own.items())), semantics.value)
         print(

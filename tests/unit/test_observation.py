@@ -65,6 +65,9 @@ def test_a_lifecycle_variant_that_changes_status_is_caught_at_level_1(
     assert failure["kind"] == "view"
     assert ".status:" in failure["detail"]
     assert set(failure["sut_view"]["tasks"][0]) == {"slot", "status"}  # only what is compared
+    assert main(["replay", str(trace)]) == 1
+    assert main(["replay", str(trace), "--sut", f"{SERVE} --observe status"]) == 0
+    assert "not compared (the implementation does not observe them)" in capsys.readouterr().out
 
 
 def test_a_variant_changing_an_unobserved_key_passes_and_its_invariant_is_named(
