@@ -10,8 +10,8 @@ it can honestly report, and the harness compares exactly that:
   (``tasks``), a key in full or in one of the coarser forms of ``COARSE_FORMS``;
 - ``outcomes``: ``full``, or ``ok_rejected`` (applied, started and pending are one ``ok``).
 
-Both sides' views and results are projected onto the declaration (``view``, ``result``) and
-then compared; every projection is idempotent, so an implementation sends its values already
+Both sides' views and results are projected onto the declaration (``view_of``, ``result_of``)
+and then compared; every projection is idempotent, so an implementation sends its values already
 projected. An undeclared key is never compared; ``unobserved`` names what was left out, and an
 invariant runs on the implementation's view only when every key it reads is observed
 (``unchecked``). Protocol 1 means everything observed, outcomes in full.
@@ -114,12 +114,18 @@ class Observation:
     tasks: frozenset[str]
     """Each task's keys, or a coarse form's name (``saved:top``)."""
     outcomes: str = attrs.field(default="full", validator=attrs.validators.in_(OUTCOMES))
+    full: bool = attrs.field(init=False, eq=False, repr=False)
+    """Everything observed, outcomes in full: the projections change nothing."""
+
+    @full.default
+    def _everything_observed(self) -> bool:
+        view, tasks = VIEW_KEYS[self.level]
+        return self.view >= set(view) and self.tasks >= set(tasks) and self.outcomes == "full"
 
     @classmethod
     def everything(cls, level: int) -> Observation:
         """Protocol 1: every key, outcomes in full."""
-        view, tasks = VIEW_KEYS[level]
-        return cls(level, frozenset(view), frozenset(tasks))
+        return _EVERYTHING[level]
 
     @classmethod
     def of(
@@ -151,9 +157,11 @@ class Observation:
         """What a handshake declares at ``level`` (MisuseError: a malformed declaration).
 
         Protocol 1, or a level that ``observes`` does not name: everything."""
+        if hello.get("protocol") == 1:
+            return cls.everything(level)
         outcomes = _check_outcomes(hello.get("outcomes", "full"))
         observes = hello.get("observes")
-        if hello.get("protocol") == 1 or observes is None:
+        if observes is None:
             return attrs.evolve(cls.everything(level), outcomes=outcomes)
         if not isinstance(observes, dict):
             raise MisuseError(f"observes {observes!r}: an object of levels")
@@ -170,11 +178,6 @@ class Observation:
                 f'observes["{level}"] {at!r}: {{"view": [keys], "tasks": [keys]}}'
             )
         return cls.of(level, at["view"], at["tasks"], outcomes)
-
-    @property
-    def full(self) -> bool:
-        """Everything observed, outcomes in full: the projections change nothing."""
-        return self == Observation.everything(self.level)
 
     # -- the projections -----------------------------------------------------------------------
 
@@ -234,7 +237,7 @@ class Observation:
     ) -> dict[str, list[str]]:
         """Per invariant of ``invariants`` (rows id, check, reads) that cannot run on the
         implementation's view at this level, the keys it reads that are not observed."""
-        if self.level == 1:
+        if self.level == 1 or self.full:
             return {}  # level-1 views have no view invariants
         return {
             name: missing
@@ -276,6 +279,12 @@ class Observation:
             "view": sorted(self.view, key=lambda k: (order.get(k.partition(".")[0], 99), k)),
             "tasks": sorted(self.tasks, key=lambda k: (order.get(k, 99), k)),
         }
+
+
+_EVERYTHING: dict[int, Observation] = {
+    level: Observation(level, frozenset(view), frozenset(tasks))
+    for level, (view, tasks) in VIEW_KEYS.items()
+}
 
 
 def declared(keys: Sequence[str] | None, outcomes: str = "full") -> dict[int, Observation]:
