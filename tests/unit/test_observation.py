@@ -54,11 +54,12 @@ def test_status_alone_conforms_at_level_1_and_the_report_lists_what_was_not_comp
     assert "not compared (the implementation does not observe them): task key saved" in err
 
 
+@pytest.mark.parametrize("variant", ["waiting_fired_early", "waiting_fired_lifo"])
 def test_a_lifecycle_variant_that_changes_status_is_caught_at_level_1(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: str
 ) -> None:
     trace = tmp_path / "t.json"
-    sut = f"{SERVE} --variant waiting_fired_lifo --observe status"
+    sut = f"{SERVE} --variant {variant} --observe status"
     code, out, _ = _check(capsys, "--sut", sut, "--level", "1", *RUN, "--trace-out", str(trace))
     assert code == 1, out
     failure = json.loads(trace.read_text())["failure"]
@@ -66,7 +67,7 @@ def test_a_lifecycle_variant_that_changes_status_is_caught_at_level_1(
     assert ".status:" in failure["detail"]
     assert set(failure["sut_view"]["tasks"][0]) == {"slot", "status"}  # only what is compared
     assert main(["replay", str(trace)]) == 1
-    assert main(["replay", str(trace), "--sut", f"{SERVE} --observe status"]) == 0
+    assert main(["replay", str(trace), "--sut", f"{SERVE} --observe status"]) == 0  # the fix
     assert "not compared (the implementation does not observe them)" in capsys.readouterr().out
 
 

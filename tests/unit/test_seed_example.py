@@ -7,6 +7,7 @@ intended semantics it fails on a divergence of the seed, which the seed semantic
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 from pathlib import Path
@@ -46,3 +47,15 @@ def test_against_the_intended_semantics_it_fails_on_a_divergence_of_the_seed(
     assert "prev_status: reference null, implementation \"ready\"" in out
     code = main(["replay", str(trace), "--semantics", "seed"])
     assert code == 0, capsys.readouterr().out  # the seed's own behaviour, not a bug of its own
+
+
+def test_it_is_its_own_implementation() -> None:
+    """Like a C library wrapped for the protocol, it imports nothing of statemeta."""
+    tree = ast.parse(EXAMPLE.read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
