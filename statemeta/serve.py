@@ -1,15 +1,19 @@
-"""``python -m statemeta.serve [--variant NAME]``: the reference behind the harness protocol.
+"""``python -m statemeta.serve [--variant NAME] [--observe KEYS]``: the reference behind the
+harness protocol.
 
 Reads one JSON request per line on stdin, writes one JSON response per line on stdout, until
 stdin ends (docs/harness-protocol.md). Behind it is a ReferenceAdapter, at every level; with
 ``--variant`` one of the deliberately broken variants, so the harness can show it catches
-them through the protocol. The served meta does not check its own invariants: the harness
+them through the protocol; with ``--observe`` / ``--outcomes`` it declares and reports only
+part of its view (protocol 2), so the harness's handling of declarations is tested on the
+reference itself. The served meta does not check its own invariants: the harness
 checks them on the view, as it does for any implementation. Protocol errors are answered with
 a code of ERROR_CODES and the server goes on; an unexpected exception is answered ``internal``
 and its traceback goes to stderr.
 
-The protocol document's tables are generated from ERROR_CODES, OP_SPECS and the task pool
-(``python -m statemeta.serve --write-doc``; a test keeps the committed doc current).
+The protocol document's tables are generated from ERROR_CODES, OP_SPECS, the task pool, the
+observable keys and the invariants' reads (``python -m statemeta.serve --write-doc``; a test
+keeps the committed doc current).
 """
 
 from __future__ import annotations
