@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from statemeta.errors import MisuseError
+from statemeta.harness.observation import declared
 from statemeta.semantics import Semantics
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "output_file",
     "positive_int",
     "seconds",
+    "view_keys",
 ]
 
 EXIT_USAGE = 2
@@ -134,6 +137,17 @@ def command_line(text: str) -> str:
     if not words:
         _refuse(text, "a command line (it names no program)")
     return text
+
+
+def view_keys(text: str) -> list[str]:
+    """An argparse type: comma-separated view keys, each declarable at some level
+    (``serve --observe``; statemeta.harness.observation), ``status`` among them."""
+    keys = [key.strip() for key in text.split(",") if key.strip()]
+    try:
+        declared(keys)
+    except MisuseError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from e
+    return keys
 
 
 def input_file(text: str) -> str:

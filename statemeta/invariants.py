@@ -159,21 +159,31 @@ def drop_pending(view: MetaView) -> None:
             )
 
 
-VIEW_INVARIANTS: tuple[tuple[str, Callable[[MetaView], None]], ...] = (
-    ("list-map", list_map),
-    ("stream-count", stream_count),
-    ("paused-count", paused_count),
-    ("refcount", refcount),
-    ("start-round", start_round),
-    ("fill-history", fill_history),
-    ("heartbeat-chain", heartbeat_chain),
-    ("drop-pending", drop_pending),
+VIEW_INVARIANTS: tuple[tuple[str, Callable[[MetaView], None], tuple[str, ...]], ...] = (
+    # id                check            the view keys it reads (docs/harness-protocol.md)
+    ("list-map", list_map, ("ids", "map_ids", "tasks.id")),
+    ("stream-count", stream_count, ("stream_count", "tasks.fill_history")),
+    ("paused-count", paused_count, ("paused_count", "tasks.status")),
+    ("refcount", refcount, (
+        "tasks.refcount", "tasks.acquires", "tasks.trigger_held", "tasks.trigger_param",
+        "tasks.fill_history", "detached",
+    )),
+    ("start-round", start_round, (
+        "start_round.open", "start_round.members", "start_round.ready", "start_round.failed",
+    )),
+    ("fill-history", fill_history, (
+        "tasks.id", "tasks.h_task_id", "tasks.fill_history", "map_ids", "removed",
+    )),
+    ("heartbeat-chain", heartbeat_chain, ("role", "heartbeat.armed")),
+    ("drop-pending", drop_pending, ("tasks.status", "tasks.timer_active", "tasks.drop_pending")),
 )
+"""Each invariant a view alone decides, and the keys of the JSON view it reads: the harness
+runs it on an implementation's view only when all of them are observed."""
 
 
 def check_view(view: MetaView) -> None:
     """Every invariant that a view alone decides."""
-    for _id, check in VIEW_INVARIANTS:
+    for _id, check, _reads in VIEW_INVARIANTS:
         check(view)
 
 

@@ -1,15 +1,19 @@
-"""``python -m statemeta.serve [--variant NAME]``: the reference behind the harness protocol.
+"""``python -m statemeta.serve [--variant NAME] [--observe KEYS]``: the reference behind the
+harness protocol.
 
 Reads one JSON request per line on stdin, writes one JSON response per line on stdout, until
 stdin ends (docs/harness-protocol.md). Behind it is a ReferenceAdapter, at every level; with
 ``--variant`` one of the deliberately broken variants, so the harness can show it catches
-them through the protocol. The served meta does not check its own invariants: the harness
+them through the protocol; with ``--observe`` / ``--outcomes`` it declares and reports only
+part of its view (protocol 2), so the harness's handling of declarations is tested on the
+reference itself. The served meta does not check its own invariants: the harness
 checks them on the view, as it does for any implementation. Protocol errors are answered with
 a code of ERROR_CODES and the server goes on; an unexpected exception is answered ``internal``
 and its traceback goes to stderr.
 
-The protocol document's tables are generated from ERROR_CODES, OP_SPECS and the task pool
-(``python -m statemeta.serve --write-doc``; a test keeps the committed doc current).
+The protocol document's tables are generated from ERROR_CODES, OP_SPECS, the task pool, the
+observable keys and the invariants' reads (``python -m statemeta.serve --write-doc``; a test
+keeps the committed doc current).
 """
 
 from __future__ import annotations
@@ -21,15 +25,23 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
-from statemeta.cli_args import Parser, add_semantics
+from statemeta.cli_args import Parser, add_semantics, view_keys
 from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
-from statemeta.harness.adapter import PROTOCOL_VERSION
+from statemeta.harness.adapter import PROTOCOL_VERSION, PROTOCOL_VERSIONS
 from statemeta.harness.normalize import Json
+from statemeta.harness.observation import (
+    COARSE_FORMS,
+    IDENTITY,
+    OBJECT_FIELDS,
+    OUTCOMES,
+    VIEW_KEYS,
+)
 from statemeta.harness.operations import DOMAINS, LEVELS, OP_SPECS, TASK_POOL, Op, ops_at
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.subprocess_adapter import pool_json
 from statemeta.harness.variants import VARIANTS
+from statemeta.invariants import VIEW_INVARIANTS
 from statemeta.semantics import Semantics
 
 __all__ = ["ERROR_CODES", "PROTOCOL_DOC", "ProtocolError", "Server", "main", "refresh_protocol_doc"]
@@ -87,11 +99,7 @@ class Server:
 
     def _answer(self, op: str, args: dict[str, Json]) -> Json:
         if op == "hello":
-            if args.get("protocol") != PROTOCOL_VERSION:
-                raise ProtocolError(
-                    "unsupported_protocol", f"speaks protocol {PROTOCOL_VERSION} only"
-                )
-            return self.adapter.hello()
+            return self._hello(args.get("protocol"))
         if op == "start":
             level = args.get("level")
             if level not in LEVELS:
@@ -115,6 +123,20 @@ class Server:
         except MisuseError as error:
             raise ProtocolError("bad_args", str(error)) from error
         return self.adapter.call(parsed)
+
+    def _hello(self, protocol: Json) -> Json:
+        """Protocol 2; protocol 1 too unless it declares observations (1 cannot say them)."""
+        hello = self.adapter.hello()
+        if protocol == PROTOCOL_VERSION:
+            return hello
+        if protocol not in PROTOCOL_VERSIONS:
+            raise ProtocolError("unsupported_protocol", f"speaks protocols {PROTOCOL_VERSIONS}")
+        if self.adapter.observed is not None:
+            raise ProtocolError(
+                "unsupported_protocol",
+                f"speaks protocol {PROTOCOL_VERSION} only: it declares what it observes",
+            )
+        return {**hello, "protocol": protocol}
 
     def serve(self, lines: Iterable[str], out: TextIO) -> None:
         """Answers every non-blank line, flushing each response."""
@@ -176,6 +198,39 @@ def _errors_markdown() -> str:
     return "\n".join(rows)
 
 
+def _observable_markdown() -> str:
+    rows = [
+        "| level | top-level keys (`view`) | task keys (`tasks`) | always held |",
+        "|---|---|---|---|",
+    ]
+    Keys = tuple[tuple[str, ...], tuple[str, ...]]
+    same: dict[tuple[Keys, Keys], list[int]] = {}
+    for level, keys in VIEW_KEYS.items():
+        same.setdefault((keys, IDENTITY[level]), []).append(level)
+    for ((view, tasks), (identity_view, identity_tasks)), levels in same.items():
+        dotted = [f"{k}.{f}" for k in view for f in OBJECT_FIELDS.get(k, ())]
+        rows.append(
+            f"| {', '.join(map(str, levels))} | {_codes(view)}"
+            f"{'; one field of an object: ' + _codes(dotted) if dotted else ''} "
+            f"| {_codes([*tasks, *COARSE_FORMS])} | {_codes([*identity_view, *identity_tasks])} |"
+        )
+    rows += ["", "| coarse form | of | what it keeps |", "|---|---|---|"]
+    rows.extend(f"| `{name}` | `{key}` | {doc} |" for name, (key, doc, _) in COARSE_FORMS.items())
+    rows += ["", "| `outcomes` | compared |", "|---|---|"]
+    rows.extend(f"| `{name}` | {doc} |" for name, doc in OUTCOMES.items())
+    return "\n".join(rows)
+
+
+def _invariant_reads_markdown() -> str:
+    rows = ["| invariant (spec/invariants.md) | the view keys it reads |", "|---|---|"]
+    rows.extend(f"| `{name}` | {_codes(reads)} |" for name, _check, reads in VIEW_INVARIANTS)
+    return "\n".join(rows)
+
+
+def _codes(names: Iterable[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
 def _variants_markdown() -> str:
     return "\n".join(f"- `{v.name}`: {v.doc}" for v in VARIANTS.values())
 
@@ -225,6 +280,8 @@ _SECTIONS: dict[str, Callable[[], str]] = {
     "protocol-pool": _pool_markdown,
     "protocol-errors": _errors_markdown,
     "protocol-variants": _variants_markdown,
+    "protocol-observable": _observable_markdown,
+    "protocol-invariant-reads": _invariant_reads_markdown,
 }
 
 
@@ -246,6 +303,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", choices=sorted(VARIANTS), help="serve this broken variant")
     add_semantics(parser, default=Semantics.INTENDED.value)
     parser.add_argument(
+        "--observe",
+        type=view_keys,
+        metavar="KEY,KEY,...",
+        help="declare and report only these view keys, at each level that has them (protocol "
+        "2; default: every key)",
+    )
+    parser.add_argument(
+        "--outcomes", choices=sorted(OUTCOMES), default="full", help="default: %(default)s"
+    )
+    parser.add_argument(
         "--write-doc", action="store_true", help="refresh the tables in docs/harness-protocol.md"
     )
     args = parser.parse_args(argv)
@@ -253,7 +320,13 @@ def main(argv: list[str] | None = None) -> int:
         stale = refresh_protocol_doc(write=True)
         print(f"{'rewrote' if stale else 'up to date'}: {PROTOCOL_DOC}")
         return 0
-    adapter = ReferenceAdapter(args.variant, check_invariants=False, semantics=args.semantics)
+    adapter = ReferenceAdapter(
+        args.variant,
+        check_invariants=False,
+        semantics=args.semantics,
+        observe=args.observe,
+        outcomes=args.outcomes,
+    )
     Server(adapter).serve(sys.stdin, sys.stdout)
     return 0
 

@@ -3,13 +3,14 @@
 Shared by the property suite (machine.py), the conformance harness and the explorer.
 """
 
-from statemeta.harness.adapter import PROTOCOL_VERSION, Adapter
+from statemeta.harness.adapter import PROTOCOL_VERSION, PROTOCOL_VERSIONS, Adapter
 from statemeta.harness.normalize import (
     Json,
     check_view_invariants,
     meta_view_from_json,
     to_json,
 )
+from statemeta.harness.observation import Observation
 from statemeta.harness.operations import (
     DOMAINS,
     LEVELS,
@@ -31,12 +32,14 @@ __all__ = [
     "LEVELS",
     "OP_SPECS",
     "PROTOCOL_VERSION",
+    "PROTOCOL_VERSIONS",
     "TASK_POOL",
     "VARIANTS",
     "Adapter",
     "Coverage",
     "Json",
     "JsonScalar",
+    "Observation",
     "Op",
     "OpSpec",
     "Param",

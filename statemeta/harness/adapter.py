@@ -12,16 +12,21 @@ from typing import Protocol
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import Op
 
-__all__ = ["PROTOCOL_VERSION", "Adapter"]
+__all__ = ["PROTOCOL_VERSION", "PROTOCOL_VERSIONS", "Adapter"]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+"""The protocol this harness speaks: 2 lets ``hello`` declare what is observed."""
+PROTOCOL_VERSIONS: tuple[int, ...] = (2, 1)
+"""The versions the harness offers, in order: an implementation that refuses 2 is asked 1
+(everything observed, outcomes in full)."""
 
 
 class Adapter(Protocol):
     """One implementation under the harness's control."""
 
     def hello(self) -> dict[str, Json]:
-        """``{"protocol": 1, "name": str, "levels": [supported levels]}``."""
+        """``{"protocol": 2, "name": str, "levels": [supported levels]}``, with what it
+        observes when that is not everything (statemeta.harness.observation)."""
         ...
 
     def start(self, level: int) -> None:
@@ -33,7 +38,7 @@ class Adapter(Protocol):
         ...
 
     def view(self) -> dict[str, Json]:
-        """Everything observable at the adapter's level, as JSON."""
+        """What it observes at the adapter's level, as JSON."""
         ...
 
     def stop(self) -> None:

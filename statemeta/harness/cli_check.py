@@ -45,6 +45,7 @@ from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.machine import Divergence, build_machine, run_machine
 from statemeta.harness.minimize import minimize, without_shrinking
+from statemeta.harness.observation import Observation
 from statemeta.harness.operations import LEVELS, Op
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
@@ -58,6 +59,8 @@ from statemeta.harness.trace import (
     sut_error_trace,
     write_trace,
 )
+from statemeta.invariants import VIEW_INVARIANTS
+from statemeta.json_output import json_text
 from statemeta.semantics import Semantics
 
 __all__ = [
@@ -90,6 +93,18 @@ class CheckReport:
     seconds: float
     seed_violations: dict[str, int] = attrs.field(factory=dict)
     """Steps at which the reference itself broke each view invariant (the seed's own)."""
+    observation: Observation | None = None
+    """What the implementation declared it observes at the run's level (what was compared)."""
+
+    def observation_json(self) -> dict[str, Any]:
+        """What was compared and what was not (``statemeta check --json``)."""
+        assert self.observation is not None
+        return {
+            "observed": self.observation.to_json(),
+            "unobserved": self.observation.unobserved,
+            "outcomes": self.observation.outcomes,
+            "unchecked_invariants": self.observation.unchecked(VIEW_INVARIANTS),
+        }
 
 
 class Progress:
@@ -171,9 +186,13 @@ def run_check(
         max_ops=hypothesis_settings.stateful_step_count,  # --steps: operations per example
     )
 
+    observation = Observation.of_hello(sut.hello(), level)
+
     def report(trace: Trace | None) -> CheckReport:
         seeds = dict(sorted(machine.seed_violations.items()))  # type: ignore[attr-defined]
-        return CheckReport(trace, progress.examples, progress.steps, progress.seconds, seeds)
+        return CheckReport(
+            trace, progress.examples, progress.steps, progress.seconds, seeds, observation
+        )
 
     try:
         run_machine(machine, without_shrinking(hypothesis_settings), seed_value=seed_value)
@@ -254,6 +273,11 @@ def configure_check(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, help="the run's seed (default: random, printed)")
     parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report as one JSON object on stdout (the rest goes to stderr)",
+    )
+    parser.add_argument(
         "--trace-out",
         type=output_file,
         default=Path("statemeta-trace.json"),
@@ -322,6 +346,7 @@ def _interrupted(received: list[int], command: str) -> int:
 def run_check_command(args: argparse.Namespace) -> int:
     """``statemeta check``."""
     seed_value = args.seed if args.seed is not None else random.randrange(2**32)
+    out = sys.stderr if args.json else sys.stdout
     report: CheckReport | None = None
     with _interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
         problem = _handshake(sut, args.level)
@@ -334,6 +359,7 @@ def run_check_command(args: argparse.Namespace) -> int:
             f"checking {hello['name']} ({args.sut}, declares {declared} semantics) at level "
             f"{args.level} against the {args.semantics} semantics: {args.examples} examples of "
             f"up to {args.steps} steps, seed {seed_value}",
+            file=out,
             flush=True,
         )
         report = run_check(
@@ -342,7 +368,7 @@ def run_check_command(args: argparse.Namespace) -> int:
             hypothesis_settings=check_settings(args.examples, args.steps),
             sut_label=args.sut,
             seed_value=seed_value,
-            progress=Progress(sys.stdout),
+            progress=Progress(out),
             semantics=args.semantics,
         )
     if received:
@@ -352,15 +378,69 @@ def run_check_command(args: argparse.Namespace) -> int:
     summary = f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
     summary += f"({rate:.0f} steps/s)"
     summary += _own_violations(report.seed_violations, args.semantics)
+    for line in _not_compared(report.observation):
+        print(line, file=out)
+    code = EXIT_CONFORMANT if report.trace is None else EXIT_FAILED
     if report.trace is None:
-        print(f"conformant: {summary}")
-        return EXIT_CONFORMANT
-    write_trace(report.trace, args.trace_out)
-    print(format_trace(report.trace))
-    print(f"\nNOT conformant ({summary}); trace written to {args.trace_out}")
-    print(f"replay it: statemeta replay {args.trace_out} --sut {shlex.quote(args.sut)}"
-          f" --semantics {args.semantics}")
-    return EXIT_FAILED
+        print(f"conformant: {summary}", file=out)
+    else:
+        write_trace(report.trace, args.trace_out)
+        print(format_trace(report.trace), file=out)
+        print(f"\nNOT conformant ({summary}); trace written to {args.trace_out}", file=out)
+        print(f"replay it: statemeta replay {args.trace_out} --sut {shlex.quote(args.sut)}"
+              f" --semantics {args.semantics}", file=out)
+    if args.json:
+        print(json_text(_report_json(report, args, hello, seed_value)))
+    return code
+
+
+def _not_compared(observation: Observation | None) -> list[str]:
+    """The report's lines on what the implementation does not observe (none: everything)."""
+    if observation is None or observation.full:
+        return []
+    unobserved = observation.unobserved
+    keys = [f"view key {k}" for k in unobserved["view"]]
+    keys += [f"task key {k}" for k in unobserved["tasks"]]
+    lines = [
+        "not compared (the implementation does not observe them): "
+        + (", ".join(keys) or "no view key")
+        + ("; outcomes as ok/rejected only" if observation.outcomes == "ok_rejected" else "")
+    ]
+    unchecked = observation.unchecked(VIEW_INVARIANTS)
+    if unchecked:
+        listed = ", ".join(f"{i} (reads {', '.join(keys)})" for i, keys in unchecked.items())
+        lines.append(f"invariants not run on its view: {listed}")
+    return lines
+
+
+def _report_json(
+    report: CheckReport, args: argparse.Namespace, hello: dict[str, Any], seed_value: int
+) -> dict[str, Any]:
+    """``statemeta check --json``: the run, what was compared, and its failure if any."""
+    trace = report.trace
+    failure = None
+    if trace is not None:
+        failure = {
+            "kind": trace.failure.kind,
+            "detail": trace.failure.detail,
+            "steps": len(trace.steps),
+            "trace": str(args.trace_out),
+        }
+    return {
+        "conformant": trace is None,
+        "sut": args.sut,
+        "name": hello["name"],
+        "protocol": hello["protocol"],
+        "level": args.level,
+        "semantics": args.semantics,
+        "seed": seed_value,
+        "examples": report.examples,
+        "steps": report.steps,
+        "seconds": round(report.seconds, 3),
+        "seed_violations": report.seed_violations,
+        **report.observation_json(),
+        "failure": failure,
+    }
 
 
 def _own_violations(counts: dict[str, int], semantics: str) -> str:
@@ -386,6 +466,7 @@ def run_replay_command(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
             return EXIT_COULD_NOT_RUN
         semantics = Semantics.of(args.semantics or recorded.semantics)
+        observation = Observation.of_hello(sut.hello(), recorded.level)
         reference = functools.partial(ReferenceAdapter, semantics=semantics)
         own: Counter[str] = Counter()
         trace = replay(
@@ -398,6 +479,8 @@ def run_replay_command(args: argparse.Namespace) -> int:
         )
     if received:
         return _interrupted(received, command)
+    for line in _not_compared(observation):
+        print(line)
     if trace is None:
         note = _own_violations(dict(sorted(own.items())), semantics.value)
         print(

@@ -141,27 +141,31 @@ class OpSpec:
     level: int
     params: tuple[Param, ...]
     doc: str
+    outcome: bool = False
+    """Its ``ok`` value is an outcome (applied/started/pending/rejected): an implementation
+    declaring ``outcomes: ok_rejected`` is compared on ok/rejected alone."""
 
 
-def _spec(name: str, level: int, doc: str, **params: str) -> OpSpec:
+def _spec(name: str, level: int, doc: str, *, outcome: bool = False, **params: str) -> OpSpec:
     for kind in params.values():
         if kind not in DOMAINS:
             raise MisuseError(f"op {name}: unknown parameter kind {kind!r}")
-    return OpSpec(name, level, tuple(Param(p, k) for p, k in sorted(params.items())), doc)
+    args = tuple(Param(p, k) for p, k in sorted(params.items()))
+    return OpSpec(name, level, args, doc, outcome)
 
 
 _SPECS: tuple[OpSpec, ...] = (
     # -- level 1: one lifecycle per pool slot --------------------------------------------------
     _spec("handle", 1, "streamTaskHandleEvent on the slot's lifecycle -> outcome "
-          "(applied/started/pending/rejected)", task="task", event="event"),
+          "(applied/started/pending/rejected)", task="task", event="event", outcome=True),
     _spec("complete", 1, "the second phase of a started init / init_scanhist -> outcome",
-          task="task", event="two_phase_event"),
+          task="task", event="two_phase_event", outcome=True),
     _spec("restore", 1, "streamTaskRestoreStatus (the lifecycle's resume) -> outcome",
-          task="task"),
+          task="task", outcome=True),
     _spec("reset", 1, "streamTaskResetStatus: back to uninit, nothing active/waiting/saved "
           "-> null", task="task"),
     _spec("set_ready", 1, "streamTaskSetStatusReady -> outcome (rejected while dropping)",
-          task="task"),
+          task="task", outcome=True),
     # -- level 2: the meta in memory -----------------------------------------------------------
     _spec("register", 2, "streamMetaRegisterTask(slot record, ver 1) -> bool (false: "
           "registered already); commits", task="task"),
@@ -172,12 +176,12 @@ _SPECS: tuple[OpSpec, ...] = (
           "outstanding: the last handle given back again, or a never-issued one) -> null",
           task="task"),
     _spec("handle_event", 2, "streamTaskHandleEvent on a mapped task -> outcome",
-          task="task", event="event"),
+          task="task", event="event", outcome=True),
     _spec("complete_event", 2, "the second phase of init / init_scanhist -> outcome "
-          "(applied: downstream-ready)", task="task", event="two_phase_event"),
-    _spec("resume", 2, "streamTaskResume -> outcome", task="task"),
+          "(applied: downstream-ready)", task="task", event="two_phase_event", outcome=True),
+    _spec("resume", 2, "streamTaskResume -> outcome", task="task", outcome=True),
     _spec("begin_checkpoint", 2, "gen_checkpoint recording checkpoint id `checkpoint` "
-          "(trans id 1) -> outcome", task="task", checkpoint="checkpoint"),
+          "(trans id 1) -> outcome", task="task", checkpoint="checkpoint", outcome=True),
     _spec("save_task", 2, "streamMetaSaveTask of the in-memory record with the current status "
           "byte and the checkpoint in progress (if any) -> null; durable at the next commit",
           task="task"),

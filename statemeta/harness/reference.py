@@ -1,10 +1,12 @@
 """ReferenceAdapter: the reference StreamMeta (or one broken variant) behind the Adapter protocol.
 
-Level 1 holds one ``TaskLifecycle`` per pool slot; levels 2 and 3 one ``StreamMeta`` on a
-``FaultyStore`` over a ``MemoryStore`` (fast, the default) or a real ``LmdbStore`` in a
-temporary directory, with a ``VirtualClock`` and a transport that records the heartbeats each
-operation sends. The meta runs in check mode: every operation and timer callback ends with the
-whole invariant catalogue, and an ``InvariantViolation`` propagates (it is never a result).
+Level 1 holds one ``TaskLifecycle`` per pool slot (a lifecycle variant's, for one of those),
+levels 2 and 3 one ``StreamMeta`` on a ``FaultyStore`` over a ``MemoryStore`` (fast, the
+default) or a real ``LmdbStore`` in a temporary directory, with a ``VirtualClock`` and a
+transport that records the heartbeats each operation sends. The meta runs in check mode: every
+operation and timer callback ends with the whole invariant catalogue, and an
+``InvariantViolation`` propagates (it is never a result). With ``observe`` / ``outcomes`` it
+declares and reports only part of its view (``serve --observe``: statemeta.harness.observation).
 
 A crash drops the meta without closing it: the store's open transaction is lost, its timers die
 with its clock, and its handles are forgotten; the reopened meta gets a new clock from the same
@@ -30,6 +32,7 @@ from statemeta.harness.normalize import (
     meta_view_json,
     to_json,
 )
+from statemeta.harness.observation import Observation, declared, observes_json
 from statemeta.harness.operations import (
     LEVELS,
     REGISTER_VER,
@@ -115,10 +118,16 @@ class ReferenceAdapter:
         backend: Backend = "memory",
         check_invariants: bool = True,
         semantics: Semantics | str = Semantics.INTENDED,
+        observe: Sequence[str] | None = None,
+        outcomes: str = "full",
     ) -> None:
         if variant is not None and variant not in VARIANTS:
             raise MisuseError(f"no variant {variant!r}; variants are {sorted(VARIANTS)}")
         self.variant = variant
+        self.observed: dict[int, Observation] | None = (
+            None if observe is None and outcomes == "full" else declared(observe, outcomes)
+        )
+        """What it declares and reports (``serve --observe``); None: everything."""
         self.semantics = Semantics.of(semantics)
         self.backend = backend
         self.check_invariants = check_invariants
@@ -141,12 +150,15 @@ class ReferenceAdapter:
 
     def hello(self) -> dict[str, Json]:
         name = "statemeta-reference" + ("" if self.variant is None else f"[{self.variant}]")
-        return {
+        hello: dict[str, Json] = {
             "protocol": PROTOCOL_VERSION,
             "name": name,
             "levels": list(LEVELS),
             "semantics": self.semantics.value,
         }
+        if self.observed is not None:
+            hello.update(observes_json(self.observed))
+        return hello
 
     def start(self, level: int) -> None:
         accepted = frozenset(s.name for s in ops_at(level))
@@ -154,9 +166,8 @@ class ReferenceAdapter:
         self.level = level
         self._accepted = accepted
         if level == 1:
-            self._lifecycles = {
-                s.name: TaskLifecycle(semantics=self.semantics) for s in TASK_POOL
-            }
+            lifecycle = self._meta_class().lifecycle_class  # a lifecycle variant's too
+            self._lifecycles = {s.name: lifecycle(semantics=self.semantics) for s in TASK_POOL}
             return
         if self.backend == "lmdb":
             self._path = tempfile.mkdtemp(prefix="statemeta-ref-")
@@ -180,12 +191,16 @@ class ReferenceAdapter:
             result = {"ok": value}
         if self._sent:
             result["heartbeats"] = self._sent
+        if self.observed is not None:
+            return self.observed[self.level].result_of(op, result)
         return result
 
     def view(self) -> dict[str, Json]:
         if self.level == 1:
-            return lifecycle_view_json(self._lifecycles.items())
-        return meta_view_json(self.meta.view(), self.level, self._clock.now_ms())
+            view = lifecycle_view_json(self._lifecycles.items())
+        else:
+            view = meta_view_json(self.meta.view(), self.level, self._clock.now_ms())
+        return view if self.observed is None else self.observed[self.level].view_of(view)
 
     def stop(self) -> None:
         if self._meta is not None:
@@ -258,6 +273,9 @@ class ReferenceAdapter:
 
     # -- internals ------------------------------------------------------------------------------
 
+    def _meta_class(self) -> type[StreamMeta]:
+        return ObservedStreamMeta if self.variant is None else VARIANTS[self.variant].meta_class
+
     def _store_factory(self, path: str) -> Store:
         inner: Store = (
             LmdbStore.open(path, durable=False)
@@ -272,8 +290,7 @@ class ReferenceAdapter:
 
     def _open(self) -> None:
         assert self._path is not None
-        cls = ObservedStreamMeta if self.variant is None else VARIANTS[self.variant].meta_class
-        meta = cls.open(
+        meta = self._meta_class().open(
             self._path,
             VG_ID,
             store_factory=self._store_factory,

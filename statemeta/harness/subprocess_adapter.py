@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-One child serves a whole run. ``hello`` is the handshake (sent once, when the child is spawned);
+One child serves a whole run. ``hello`` is the handshake (when the child is spawned: protocol 2
+offered, then 1 if the child refuses 2; statemeta.harness.observation reads its declaration);
 ``start(level)`` asks it for a fresh instance, ``stop()`` ends that instance and leaves the
 child running for the next one, ``close()`` ends the child. Requests and responses are single
 JSON lines.
@@ -39,10 +40,11 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-from statemeta.errors import SutError
+from statemeta.errors import MisuseError, SutError
 from statemeta.harness import keeper
-from statemeta.harness.adapter import PROTOCOL_VERSION
+from statemeta.harness.adapter import PROTOCOL_VERSIONS
 from statemeta.harness.normalize import id_json
+from statemeta.harness.observation import Observation
 from statemeta.harness.operations import LEVELS, TASK_POOL, Op, TaskSlot
 from statemeta.harness.wire import MAX_JSON_DEPTH, is_int, is_op_result, loads_bounded
 
@@ -55,6 +57,8 @@ STDERR_TAIL_BYTES = 64 * 1024
 STDERR_TAIL_LINES = 20
 """How many lines of that tail a failure quotes."""
 
+_REFUSED = object()
+"""What ``_request`` returns for a request refused with the code it was told to expect."""
 _CHUNK = 64 * 1024
 _CLOSE_GRACE_S = 1.0
 """How long ``close()`` lets the child exit on its own after its stdin is closed."""
@@ -208,11 +212,20 @@ class SubprocessAdapter:
         if not started.startswith("started "):
             self._fail("spawn", started or "the keeper did not start it")
         self._pid = int(started.split()[1])
-        hello = self._request("hello", {"protocol": PROTOCOL_VERSION})
-        problem = _hello_problem(hello)
-        if problem:
-            self._fail("hello", problem)
-        self._hello = hello
+        self._hello = self._handshake()
+
+    def _handshake(self) -> dict[str, Any]:
+        """``hello``, offering each version of PROTOCOL_VERSIONS in turn: one the child refuses
+        with ``unsupported_protocol`` is followed by the next. The child may also answer an
+        older version it speaks (protocol 1 means everything observed)."""
+        for protocol in PROTOCOL_VERSIONS:
+            hello = self._request("hello", {"protocol": protocol}, refusal="unsupported_protocol")
+            if hello is not _REFUSED:
+                problem = _hello_problem(hello, protocol)
+                if problem:
+                    self._fail("hello", problem)
+                return hello  # type: ignore[no-any-return]
+        self._fail("hello", f"refused every protocol this harness speaks, {PROTOCOL_VERSIONS}")
 
     def _keeper_report(self) -> str:
         """The keeper's one line: ``started PID`` or ``cannot start: why`` ("" if it died)."""
@@ -292,23 +305,26 @@ class SubprocessAdapter:
 
     # -- one request ---------------------------------------------------------------------------
 
-    def _request(self, op: str, args: dict[str, Any]) -> Any:
-        """Sends one request and returns its ``result`` (anything else: SutError). Interrupted
-        half-way (a signal's exception), it ends the child before passing the exception on."""
+    def _request(self, op: str, args: dict[str, Any], *, refusal: str = "") -> Any:
+        """Sends one request and returns its ``result`` (anything else: SutError; a protocol
+        error of code ``refusal``: _REFUSED). Interrupted half-way (a signal's exception), it
+        ends the child before passing the exception on."""
         if self._process is None:
             self._spawn()
         request_id = self._next_id
         self._next_id += 1
         label = f"{op} {json.dumps(args, sort_keys=True)}" if args else op
         try:
-            return self._exchange(request_id, op, args, label)
+            return self._exchange(request_id, op, args, label, refusal)
         except SutError:
             raise
         except BaseException:
             self._kill()
             raise
 
-    def _exchange(self, request_id: int, op: str, args: dict[str, Any], label: str) -> Any:
+    def _exchange(
+        self, request_id: int, op: str, args: dict[str, Any], label: str, refusal: str
+    ) -> Any:
         process = self._process
         assert process is not None and process.stdin is not None
         line = json.dumps({"id": request_id, "op": op, "args": args}, separators=(",", ":"))
@@ -324,6 +340,8 @@ class SubprocessAdapter:
             text = _clip(reply.decode("utf-8", "replace"))
             problem = f"answered a line that is not JSON within the protocol's bounds ({error})"
             self._fail(label, f"{problem}: {text}")
+        if refusal and _refused(response, request_id, refusal):
+            return _REFUSED
         problem = _response_problem(response, request_id)
         if problem:
             self._fail(label, problem)
@@ -399,12 +417,25 @@ def _response_problem(response: object, request_id: int) -> str:
     return ""
 
 
-def _hello_problem(hello: object) -> str:
-    """What is wrong with a handshake result ("" if this harness can talk to it)."""
+def _refused(response: object, request_id: int, code: str) -> bool:
+    """Whether ``response`` refuses request ``request_id`` with the protocol error ``code``."""
+    return (
+        isinstance(response, dict)
+        and is_int(response.get("id"))
+        and response["id"] == request_id
+        and isinstance(response.get("error"), dict)
+        and response["error"].get("code") == code
+    )
+
+
+def _hello_problem(hello: object, protocol: int) -> str:
+    """What is wrong with the handshake result to ``hello`` of ``protocol`` ("" if this harness
+    can talk to it)."""
     if not isinstance(hello, dict):
         return f"handshake result {_clip(json.dumps(hello))} is not a JSON object"
-    if not is_int(hello.get("protocol")) or hello["protocol"] != PROTOCOL_VERSION:
-        return f"speaks protocol {hello.get('protocol')!r}, this harness speaks {PROTOCOL_VERSION}"
+    answered = hello.get("protocol")
+    if not is_int(answered) or answered not in PROTOCOL_VERSIONS or answered > protocol:
+        return f"answered protocol {answered!r} to a hello of protocol {protocol}"
     levels = hello.get("levels")
     if (
         not isinstance(levels, list)
@@ -414,4 +445,9 @@ def _hello_problem(hello: object) -> str:
         return f"handshake levels {levels!r} are not a non-empty list of {LEVELS}"
     if not isinstance(hello.get("name"), str):
         return "handshake has no name"
+    try:
+        for level in levels:
+            Observation.of_hello(hello, level)
+    except MisuseError as error:
+        return f"its declaration of what it observes: {error}"
     return ""

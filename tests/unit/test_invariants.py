@@ -57,11 +57,11 @@ def broken(view: MetaView) -> dict[str, MetaView]:
     }
 
 
-@pytest.mark.parametrize("invariant_id", [i for i, _ in invariants.VIEW_INVARIANTS])
+@pytest.mark.parametrize("invariant_id", [i for i, *_ in invariants.VIEW_INVARIANTS])
 def test_each_view_invariant_catches_its_break(tmp_path: Path, invariant_id: str) -> None:
     view = sample_view(tmp_path)
     bad = broken(view)[invariant_id]
-    check = dict(invariants.VIEW_INVARIANTS)[invariant_id]
+    check = {i: c for i, c, _ in invariants.VIEW_INVARIANTS}[invariant_id]
     with pytest.raises(InvariantViolation) as info:
         check(bad)
     assert info.value.invariant_id == invariant_id

@@ -27,7 +27,7 @@ def call(adapter: ReferenceAdapter, name: str, **args: object) -> object:
 
 def test_hello_names_the_levels() -> None:
     assert ReferenceAdapter().hello() == {
-        "protocol": 1,
+        "protocol": 2,
         "name": "statemeta-reference",
         "levels": [1, 2, 3],
         "semantics": "intended",

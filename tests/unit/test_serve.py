@@ -53,7 +53,7 @@ def test_the_served_reference_answers_as_the_reference_does() -> None:
     reference.start(3)
     with SubprocessAdapter(f"{sys.executable} -m statemeta.serve") as served:
         assert served.hello() == {
-            "protocol": 1,
+            "protocol": 2,
             "name": "statemeta-reference",
             "levels": [1, 2, 3],
             "semantics": "intended",
@@ -96,7 +96,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "not an object": (0, "[1, 2]"),
     "no id": (0, json.dumps({"op": "view", "args": {}})),
     "args not an object": (2, json.dumps({"id": 5, "op": "view", "args": [1]})),
-    "another protocol": (0, _request(3, "hello", protocol=2)),
+    "another protocol": (0, _request(3, "hello", protocol=3)),
     "level 4": (0, _request(4, "start", level=4)),
     "view before start": (0, _request(5, "view")),
     "operation before start": (0, _request(6, "register", task="s1")),

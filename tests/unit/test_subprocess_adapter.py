@@ -269,7 +269,7 @@ def _hello_answer(request_id: str, hello: str = _HELLO) -> str:
 
 ANOTHER_PROTOCOL = (
     "import json, sys; sys.stdin.readline(); "
-    'print(json.dumps({"id": 1, "result": {"protocol": 2, "name": "x", "levels": [1]}}))'
+    'print(json.dumps({"id": 1, "result": {"protocol": 3, "name": "x", "levels": [1]}}))'
 )
 
 
@@ -281,13 +281,13 @@ ANOTHER_PROTOCOL = (
         (f"{sys.executable} -c 'print(42)'", r"answered 42, not a JSON object"),
         (
             f"{sys.executable} -c '{ANOTHER_PROTOCOL}'",
-            r"speaks protocol 2",
+            r"answered protocol 3 to a hello of protocol 2",
         ),
         (f"{sys.executable} -c 'import time; time.sleep(60)'", r"request hello .*: no response"),
         (_hello_answer("true"), r"answered id true to request id 1"),
         (_hello_answer("1.0"), r"answered id 1.0 to request id 1"),
         (_hello_answer("1", _HELLO.replace("[1]", "[true]")), r"handshake levels \[True\]"),
-        (_hello_answer("1", _HELLO.replace("1,", "true,", 1)), r"speaks protocol True"),
+        (_hello_answer("1", _HELLO.replace("1,", "true,", 1)), r"answered protocol True"),
         ("  ", r"cannot start: the command is empty"),
     ],
     ids=[

@@ -1,0 +1,321 @@
+"""What an implementation observes: the view keys it reports, and how finely it tells outcomes.
+
+Real code cannot produce every key of the reference's view: TDengine's state machine keeps no
+saved *stack* and no acquire count, and its wrapper answers ``pending`` only because it cuts a
+blocking call short. A harness that compares every key forces such a wrapper to fake internal
+state. So in protocol 2 (docs/harness-protocol.md) an implementation declares in ``hello`` what
+it can honestly report, and the harness compares exactly that:
+
+- ``observes``: per level, the view's top-level keys (``view``) and each task's keys
+  (``tasks``), a key in full or in one of the coarser forms of ``COARSE_FORMS``;
+- ``outcomes``: ``full``, or ``ok_rejected`` (applied, started and pending are one ``ok``).
+
+Both sides' views and results are projected onto the declaration (``view_of``, ``result_of``)
+and then compared; every projection is idempotent, so an implementation sends its values already
+projected. An undeclared key is never compared; ``unobserved`` names what was left out, and an
+invariant runs on the implementation's view only when every key it reads is observed
+(``unchecked``). Protocol 1 means everything observed, outcomes in full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from statemeta.errors import MisuseError
+from statemeta.harness.normalize import Json
+from statemeta.harness.operations import LEVELS, Op
+
+__all__ = [
+    "COARSE_FORMS",
+    "IDENTITY",
+    "OBJECT_FIELDS",
+    "OUTCOMES",
+    "VIEW_KEYS",
+    "Observation",
+    "declared",
+    "observes_json",
+]
+
+_LEVEL_1_TASK = ("slot", "status", "saved", "active", "waiting", "prev_status", "prev_event")
+_META_VIEW = (
+    "level", "now_ms", "vg_id", "stage", "role", "ids", "map_ids", "num_tasks", "stream_count",
+    "paused_count", "tasks", "start_round", "heartbeat", "detached", "removed", "loaded",
+)
+_META_TASK = (
+    "id", "status", "saved", "active", "waiting", "refcount", "acquires", "trigger_held",
+    "downstream_ready", "timer_active", "drop_pending", "next_process_ver", "checkpointing_id",
+    "failed_checkpoint_id", "fill_history", "trigger_param", "h_task_id", "stream_task_id",
+    "persisted_status", "checkpoint_id", "checkpoint_ver",
+)
+
+VIEW_KEYS: Mapping[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    1: (("level", "tasks"), _LEVEL_1_TASK),
+    2: (_META_VIEW, _META_TASK),
+    3: (_META_VIEW, _META_TASK),
+}
+"""Per level: the view's top-level keys and each task's keys, in view order."""
+
+IDENTITY: Mapping[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    1: (("level", "tasks"), ("slot",)),
+    2: (("level", "tasks"), ("id",)),
+    3: (("level", "tasks"), ("id",)),
+}
+"""The keys every view holds whatever is declared: the level, and which tasks it shows."""
+
+OBJECT_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "start_round": ("open", "members", "ready", "failed", "completed", "superseded"),
+    "heartbeat": ("armed", "tick_counter", "sent", "send_before_close"),
+}
+"""Top-level keys whose value is an object: ``KEY.FIELD`` declares one of its fields alone."""
+
+COARSE_FORMS: Mapping[str, tuple[str, str, Callable[[Json], Json]]] = {
+    "saved:top": (
+        "saved",
+        "only the status one resume restores: `[status]`, or `[]` when there is none",
+        lambda saved: saved[-1:],
+    ),
+}
+"""Task keys in a coarser form: name -> (the key, what the form keeps, its projection)."""
+
+OUTCOMES: Mapping[str, str] = {
+    "full": "`applied`, `started`, `pending` and `rejected` are told apart",
+    "ok_rejected": "`applied`, `started` and `pending` are all `ok`; `rejected` stays",
+}
+"""The declarations of ``outcomes``: how finely an outcome result is compared."""
+
+_OK = frozenset({"applied", "started", "pending"})
+_MINIMUM = "status"
+"""The task key every declaration includes (docs/harness-protocol.md: the minimum)."""
+
+
+def _check_outcomes(outcomes: object) -> str:
+    if not isinstance(outcomes, str) or outcomes not in OUTCOMES:
+        raise MisuseError(f"outcomes {outcomes!r}: it is one of {sorted(OUTCOMES)}")
+    return outcomes
+
+
+def _choices(level: int) -> tuple[frozenset[str], frozenset[str]]:
+    """The declarable top-level and task keys at ``level`` (coarse and dotted forms too)."""
+    view, tasks = VIEW_KEYS[level]
+    dotted = {f"{key}.{field}" for key in view for field in OBJECT_FIELDS.get(key, ())}
+    return frozenset(view) | dotted, frozenset(tasks) | frozenset(COARSE_FORMS)
+
+
+@attrs.frozen
+class Observation:
+    """What an implementation reports at one level (identity keys always included)."""
+
+    level: int = attrs.field(validator=attrs.validators.in_(LEVELS))
+    view: frozenset[str]
+    """Top-level keys, or ``KEY.FIELD`` for one field of an object-valued key."""
+    tasks: frozenset[str]
+    """Each task's keys, or a coarse form's name (``saved:top``)."""
+    outcomes: str = attrs.field(default="full", validator=attrs.validators.in_(OUTCOMES))
+    full: bool = attrs.field(init=False, eq=False, repr=False)
+    """Everything observed, outcomes in full: the projections change nothing."""
+
+    @full.default
+    def _everything_observed(self) -> bool:
+        view, tasks = VIEW_KEYS[self.level]
+        return self.view >= set(view) and self.tasks >= set(tasks) and self.outcomes == "full"
+
+    @classmethod
+    def everything(cls, level: int) -> Observation:
+        """Protocol 1: every key, outcomes in full."""
+        return _EVERYTHING[level]
+
+    @classmethod
+    def of(
+        cls, level: int, view: Iterable[str], tasks: Iterable[str], outcomes: str = "full"
+    ) -> Observation:
+        """A declaration at ``level``, checked (MisuseError naming the key that is wrong)."""
+        _check_outcomes(outcomes)
+        view_choices, task_choices = _choices(level)
+        declared_view, declared_tasks = frozenset(view), frozenset(tasks)
+        for keys, choices, where in (
+            (declared_view, view_choices, "view"),
+            (declared_tasks, task_choices, "tasks"),
+        ):
+            unknown = sorted(keys - choices)
+            if unknown:
+                raise MisuseError(
+                    f"level {level} {where} key(s) {unknown}: the keys are {sorted(choices)}"
+                )
+        if _MINIMUM not in declared_tasks:
+            raise MisuseError(f"level {level}: every declaration observes the tasks' {_MINIMUM!r}")
+        identity_view, identity_tasks = IDENTITY[level]
+        return cls(
+            level, declared_view | set(identity_view), declared_tasks | set(identity_tasks),
+            outcomes,
+        )
+
+    @classmethod
+    def of_hello(cls, hello: Mapping[str, Any], level: int) -> Observation:
+        """What a handshake declares at ``level`` (MisuseError: a malformed declaration).
+
+        Protocol 1, or a level that ``observes`` does not name: everything."""
+        if hello.get("protocol") == 1:
+            return cls.everything(level)
+        outcomes = _check_outcomes(hello.get("outcomes", "full"))
+        observes = hello.get("observes")
+        if observes is None:
+            return attrs.evolve(cls.everything(level), outcomes=outcomes)
+        if not isinstance(observes, dict):
+            raise MisuseError(f"observes {observes!r}: an object of levels")
+        at = observes.get(str(level))
+        if at is None:
+            return attrs.evolve(cls.everything(level), outcomes=outcomes)
+        if (
+            not isinstance(at, dict)
+            or set(at) != {"view", "tasks"}
+            or not all(isinstance(at[k], list) for k in at)
+            or not all(isinstance(key, str) for k in at for key in at[k])
+        ):
+            raise MisuseError(
+                f'observes["{level}"] {at!r}: {{"view": [keys], "tasks": [keys]}}'
+            )
+        return cls.of(level, at["view"], at["tasks"], outcomes)
+
+    # -- the projections -----------------------------------------------------------------------
+
+    def view_of(self, view: dict[str, Json]) -> dict[str, Json]:
+        """``view`` as far as it is declared (keys the view lacks stay absent)."""
+        if self.full:
+            return view
+        out: dict[str, Json] = {}
+        for key, value in view.items():
+            if key == "tasks" and isinstance(value, list):
+                out[key] = [self._task(t) for t in value]
+            elif key in self.view:
+                out[key] = value
+            elif key in OBJECT_FIELDS and isinstance(value, dict):
+                fields = {f: value[f] for f in value if f"{key}.{f}" in self.view}
+                if fields:
+                    out[key] = fields
+        return out
+
+    def _task(self, task: Json) -> Json:
+        if not isinstance(task, dict):
+            return task
+        out = {k: v for k, v in task.items() if k in self.tasks}
+        for name, (key, _doc, coarse) in COARSE_FORMS.items():
+            if name in self.tasks and key not in self.tasks and isinstance(task.get(key), list):
+                out[key] = coarse(task[key])
+        return out
+
+    def result_of(self, op: Op, result: dict[str, Json]) -> dict[str, Json]:
+        """``result`` with its outcome collapsed as declared (``ok_rejected``: ok)."""
+        if self.outcomes == "ok_rejected" and op.spec.outcome and result.get("ok") in _OK:
+            return {**result, "ok": "ok"}
+        return result
+
+    # -- what is not compared ------------------------------------------------------------------
+
+    def reads(self, key: str) -> bool:
+        """Whether the key an invariant reads (``KEY``, ``KEY.FIELD``, ``tasks.KEY``) is
+        observed in full."""
+        head, _, field = key.partition(".")
+        if head == "tasks" and field:
+            return field in self.tasks
+        return head in self.view or key in self.view
+
+    @property
+    def unobserved(self) -> dict[str, list[str]]:
+        """The view's keys not compared in full, in view order (a key observed in a coarse
+        form or by some of its fields is listed: it is compared only in part)."""
+        view, tasks = VIEW_KEYS[self.level]
+        return {
+            "view": [k for k in view if k not in self.view],
+            "tasks": [k for k in tasks if k not in self.tasks],
+        }
+
+    def unchecked(
+        self, invariants: Iterable[tuple[str, object, Sequence[str]]]
+    ) -> dict[str, list[str]]:
+        """Per invariant of ``invariants`` (rows id, check, reads) that cannot run on the
+        implementation's view at this level, the keys it reads that are not observed."""
+        if self.level == 1 or self.full:
+            return {}  # level-1 views have no view invariants
+        return {
+            name: missing
+            for name, _check, reads in invariants
+            if (missing := [key for key in reads if not self.reads(key)])
+        }
+
+    def completed(
+        self, sut_view: dict[str, Json], reference_view: dict[str, Json]
+    ) -> dict[str, Json] | None:
+        """The implementation's view completed with the reference's values where a key is not
+        observed, for the invariants whose keys are all observed (they read none of the
+        reference's values); None when the two show different tasks (the comparison says so)."""
+        if self.full:
+            return sut_view
+        identity = IDENTITY[self.level][1][0]
+        sut_tasks, ref_tasks = sut_view.get("tasks"), reference_view.get("tasks")
+        if not isinstance(sut_tasks, list) or not isinstance(ref_tasks, list):
+            return None
+        if [t.get(identity) for t in sut_tasks] != [t.get(identity) for t in ref_tasks]:
+            return None
+        out = dict(reference_view)
+        for key, value in sut_view.items():
+            if key in self.view and key != "tasks":
+                out[key] = value
+            elif key in OBJECT_FIELDS and isinstance(value, dict):
+                out[key] = {**reference_view.get(key, {}), **value}
+        out["tasks"] = [
+            {**ref, **{k: v for k, v in sut.items() if k in self.tasks}}
+            for ref, sut in zip(ref_tasks, sut_tasks, strict=True)
+        ]
+        return out
+
+    def to_json(self) -> dict[str, Json]:
+        """The declaration as ``hello`` carries it for this level."""
+        view, tasks = VIEW_KEYS[self.level]
+        order = {k: n for n, k in enumerate((*view, *tasks, *COARSE_FORMS))}
+        return {
+            "view": sorted(self.view, key=lambda k: (order.get(k.partition(".")[0], 99), k)),
+            "tasks": sorted(self.tasks, key=lambda k: (order.get(k, 99), k)),
+        }
+
+
+_EVERYTHING: dict[int, Observation] = {
+    level: Observation(level, frozenset(view), frozenset(tasks))
+    for level, (view, tasks) in VIEW_KEYS.items()
+}
+
+
+def declared(keys: Sequence[str] | None, outcomes: str = "full") -> dict[int, Observation]:
+    """Per level, the observation of a flat list of keys (``serve --observe``; None: every
+    key): each key is declared at the levels that have it, as a top-level or a task key; a key
+    no level has is a MisuseError."""
+    _check_outcomes(outcomes)
+    if keys is None:
+        return {
+            level: attrs.evolve(Observation.everything(level), outcomes=outcomes)
+            for level in LEVELS
+        }
+    known = set().union(*(set().union(*_choices(level)) for level in LEVELS))
+    unknown = sorted(set(keys) - known)
+    if unknown:
+        raise MisuseError(f"no view key {unknown} at any level; the keys are {sorted(known)}")
+    by_level: dict[int, Observation] = {}
+    for level in LEVELS:
+        view_choices, task_choices = _choices(level)
+        view = [k for k in keys if k in view_choices]
+        tasks = [k for k in keys if k in task_choices]
+        by_level[level] = Observation.of(level, view, tasks, outcomes)
+    return by_level
+
+
+def observes_json(by_level: Mapping[int, Observation]) -> dict[str, Json]:
+    """The ``hello`` fields of a protocol-2 declaration: ``observes`` and ``outcomes``."""
+    outcomes = {o.outcomes for o in by_level.values()}
+    if len(outcomes) != 1:
+        raise MisuseError(f"one outcomes declaration for every level, not {sorted(outcomes)}")
+    return {
+        "observes": {str(level): o.to_json() for level, o in by_level.items()},
+        "outcomes": outcomes.pop(),
+    }
