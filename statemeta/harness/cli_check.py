@@ -5,7 +5,9 @@ the differential machine of statemeta.harness.machine drives the reference and t
 implementation side by side under Hypothesis, which searches for a divergence; its trace is
 then shrunk by deleting operations (statemeta.harness.minimize says why not by Hypothesis).
 An implementation that breaks the protocol stops the run at once (no shrinking: each replay
-of a hung one would cost a timeout) with the steps so far.
+of a hung one would cost a timeout) with the steps so far. With ``--keep-going`` a divergence
+is shrunk, written to its own trace and masked, and the search goes on in a new Hypothesis
+run over the examples left (statemeta.harness.catalogue); the run ends with the catalogue.
 
 Exit codes of both commands: 0 conformant (replay: the trace passes now), 1 a divergence, an
 invariant violation or a broken implementation (trace written, path printed), 2 could not run
@@ -43,6 +45,7 @@ from statemeta.cli_args import (
 )
 from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
+from statemeta.harness.catalogue import NO_MASKS, Catalogue, Entry, Mask, numbered_path
 from statemeta.harness.machine import Divergence, build_machine, run_machine
 from statemeta.harness.minimize import minimize, without_shrinking
 from statemeta.harness.operations import LEVELS, Op
@@ -58,6 +61,7 @@ from statemeta.harness.trace import (
     sut_error_trace,
     write_trace,
 )
+from statemeta.json_output import json_text
 from statemeta.semantics import Semantics
 
 __all__ = [
@@ -90,6 +94,17 @@ class CheckReport:
     seconds: float
     seed_violations: dict[str, int] = attrs.field(factory=dict)
     """Steps at which the reference itself broke each view invariant (the seed's own)."""
+    catalogue: Catalogue | None = None
+    """``--keep-going``: every distinct divergence (``trace`` is then a broken protocol's)."""
+
+
+@attrs.frozen
+class KeepGoing:
+    """``--keep-going``: each divergence's trace goes to ``trace_out`` numbered; the search
+    stops after ``max_divergences`` of them (None: when the examples run out)."""
+
+    trace_out: Path
+    max_divergences: int | None = None
 
 
 class Progress:
@@ -156,51 +171,66 @@ def run_check(
     seed_value: int | None = None,
     progress: Progress | None = None,
     semantics: Semantics | str = Semantics.INTENDED,
+    keep_going: KeepGoing | None = None,
 ) -> CheckReport:
     """Runs the differential machine at ``level`` against ``sut`` (started, not closed here),
-    with the reference in ``semantics``."""
+    with the reference in ``semantics``; with ``keep_going``, on past each divergence."""
     progress = progress or Progress(None)
     counting = _CountingAdapter(sut, progress)
     semantics = Semantics.of(semantics)
     reference = unchecked_reference(semantics)
-    machine = build_machine(
-        level,
-        sut=counting,
-        reference=reference,
-        name=f"Conformance{level}",
-        max_ops=hypothesis_settings.stateful_step_count,  # --steps: operations per example
-    )
+    seeds: Counter[str] = Counter()
 
-    def report(trace: Trace | None) -> CheckReport:
-        seeds = dict(sorted(machine.seed_violations.items()))  # type: ignore[attr-defined]
-        return CheckReport(trace, progress.examples, progress.steps, progress.seconds, seeds)
-
-    try:
-        run_machine(machine, without_shrinking(hypothesis_settings), seed_value=seed_value)
-    except SutAborted as aborted:
-        done = machine.last_steps  # type: ignore[attr-defined]
-        trace = sut_error_trace(
-            aborted.error,
-            done,
-            counting.ops,
-            level=level,
-            sut=sut_label,
-            seed=seed_value,
-            semantics=semantics,
+    def search(masks: frozenset[Mask], run: int) -> tuple[Trace | None, Divergence | None]:
+        """One search over the examples left: the shrunk trace of what it found, if any."""
+        machine = build_machine(
+            level,
+            sut=counting,
+            reference=reference,
+            name=f"Conformance{level}",
+            max_ops=hypothesis_settings.stateful_step_count,  # --steps: operations per example
+            masks=masks,
         )
-        return report(trace)
-    except Divergence as divergence:
-        found = [divergence]
-    except FlakyFailure as flaky:
-        found = [e for e in flaky.exceptions if isinstance(e, Divergence)]
-        if not found:
-            raise
-    else:
-        return report(None)
-    trace = divergence_trace(
-        found[0], level=level, sut=sut_label, seed=seed_value, semantics=semantics
-    )
-    return report(minimize(trace, sut=sut, reference=reference))
+        left = hypothesis_settings.max_examples - progress.examples
+        run_seed = None if seed_value is None else seed_value + run
+        try:
+            run_machine(machine, without_shrinking(settings(hypothesis_settings,
+                        max_examples=left)), seed_value=run_seed)
+        except SutAborted as aborted:
+            done = machine.last_steps  # type: ignore[attr-defined]
+            return sut_error_trace(aborted.error, done, counting.ops, level=level,
+                                   sut=sut_label, seed=seed_value, semantics=semantics), None
+        except Divergence as divergence:
+            found = [divergence]
+        except FlakyFailure as flaky:
+            found = [e for e in flaky.exceptions if isinstance(e, Divergence)]
+            if not found:
+                raise
+        else:
+            return None, None
+        finally:
+            seeds.update(machine.seed_violations)  # type: ignore[attr-defined]
+        trace = divergence_trace(found[0], level=level, sut=sut_label, seed=seed_value,
+                                 semantics=semantics, masks=masks)
+        shrunk = minimize(trace, sut=sut, reference=reference, same_place=bool(keep_going))
+        return shrunk, found[0]
+
+    trace, first = search(NO_MASKS, 0)
+    catalogue = None if keep_going is None else Catalogue()
+    while keep_going and catalogue is not None and trace and first:
+        if first.mask in catalogue.masks:
+            break  # an in-process implementation's own check, which no mask skips: it stops
+        path = numbered_path(keep_going.trace_out, len(catalogue.entries) + 1)
+        write_trace(trace, path)
+        catalogue.entries.append(Entry(first.mask, trace.failure.kind, first.reference,
+                                       first.sut, path, len(trace.steps)))
+        full = len(catalogue.entries) == keep_going.max_divergences
+        if full or progress.examples >= hypothesis_settings.max_examples:
+            trace = None
+        else:
+            trace, first = search(catalogue.masks, len(catalogue.entries))
+    return CheckReport(trace, progress.examples, progress.steps, progress.seconds,
+                       dict(sorted(seeds.items())), catalogue)
 
 
 def unchecked_reference(semantics: Semantics) -> Callable[[], ReferenceAdapter]:
@@ -258,8 +288,23 @@ def configure_check(parser: argparse.ArgumentParser) -> None:
         type=output_file,
         default=Path("statemeta-trace.json"),
         metavar="FILE",
-        help="where a failure's trace goes (default: %(default)s)",
+        help="where a failure's trace goes (default: %(default)s; --keep-going: FILE's name "
+        "numbered, t.json -> t-1.json, t-2.json, ...)",
     )
+    parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="after each divergence (shrunk, its trace written) mask it and search on; "
+        "end with the catalogue of every distinct divergence",
+    )
+    parser.add_argument(
+        "--max-divergences",
+        type=positive_int,
+        metavar="N",
+        help="stop after N distinct divergences (implies --keep-going; default: no limit "
+        "but the examples)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def configure_replay(parser: argparse.ArgumentParser) -> None:
@@ -322,6 +367,10 @@ def _interrupted(received: list[int], command: str) -> int:
 def run_check_command(args: argparse.Namespace) -> int:
     """``statemeta check``."""
     seed_value = args.seed if args.seed is not None else random.randrange(2**32)
+    keep_going = None
+    if args.keep_going or args.max_divergences is not None:
+        keep_going = KeepGoing(args.trace_out, args.max_divergences)
+    out = sys.stderr if args.json else sys.stdout  # --json: stdout holds the document alone
     report: CheckReport | None = None
     with _interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
         problem = _handshake(sut, args.level)
@@ -334,6 +383,7 @@ def run_check_command(args: argparse.Namespace) -> int:
             f"checking {hello['name']} ({args.sut}, declares {declared} semantics) at level "
             f"{args.level} against the {args.semantics} semantics: {args.examples} examples of "
             f"up to {args.steps} steps, seed {seed_value}",
+            file=out,
             flush=True,
         )
         report = run_check(
@@ -342,25 +392,59 @@ def run_check_command(args: argparse.Namespace) -> int:
             hypothesis_settings=check_settings(args.examples, args.steps),
             sut_label=args.sut,
             seed_value=seed_value,
-            progress=Progress(sys.stdout),
+            progress=Progress(out),
             semantics=args.semantics,
+            keep_going=keep_going,
         )
     if received:
         return _interrupted(received, args.sut)
     assert report is not None
+    if report.trace is not None:
+        write_trace(report.trace, args.trace_out)
+    failed = report.trace is not None or bool(report.catalogue and report.catalogue.entries)
+    if args.json:
+        print(json_text(check_document(report, args, seed_value)))
+        return EXIT_FAILED if failed else EXIT_CONFORMANT
     rate = report.steps / max(report.seconds, 1e-9)
     summary = f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
     summary += f"({rate:.0f} steps/s)"
     summary += _own_violations(report.seed_violations, args.semantics)
-    if report.trace is None:
+    replay_it = f"--sut {shlex.quote(args.sut)} --semantics {args.semantics}"
+    if report.catalogue is not None:
+        print("\n".join(report.catalogue.lines()))
+        if report.catalogue.entries:
+            print(f"replay one: statemeta replay {report.catalogue.entries[0].trace} {replay_it}")
+    if report.trace is not None:
+        print(format_trace(report.trace))
+        print(f"\nNOT conformant ({summary}); trace written to {args.trace_out}")
+        print(f"replay it: statemeta replay {args.trace_out} {replay_it}")
+    elif failed:
+        print(f"NOT conformant ({summary})")
+    else:
         print(f"conformant: {summary}")
-        return EXIT_CONFORMANT
-    write_trace(report.trace, args.trace_out)
-    print(format_trace(report.trace))
-    print(f"\nNOT conformant ({summary}); trace written to {args.trace_out}")
-    print(f"replay it: statemeta replay {args.trace_out} --sut {shlex.quote(args.sut)}"
-          f" --semantics {args.semantics}")
-    return EXIT_FAILED
+    return EXIT_FAILED if failed else EXIT_CONFORMANT
+
+
+def check_document(
+    report: CheckReport, args: argparse.Namespace, seed_value: int
+) -> dict[str, Any]:
+    """``statemeta check --json``: the run, its verdict and where its traces went."""
+    document: dict[str, Any] = {
+        "sut": args.sut,
+        "level": args.level,
+        "semantics": args.semantics,
+        "seed": seed_value,
+        "examples": report.examples,
+        "steps": report.steps,
+        "seconds": round(report.seconds, 1),
+        "seed_violations": report.seed_violations,
+        "trace": None if report.trace is None else str(args.trace_out),
+        "failure": None if report.trace is None else report.trace.failure.detail,
+    }
+    if report.catalogue is not None:
+        document["catalogue"] = report.catalogue.to_json()
+    document["conformant"] = report.trace is None and not document.get("catalogue")
+    return document
 
 
 def _own_violations(counts: dict[str, int], semantics: str) -> str:
