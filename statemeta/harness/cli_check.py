@@ -479,6 +479,7 @@ def run_replay_command(args: argparse.Namespace) -> int:
             sut_command=command,
             reference=reference,
             seed_violations=own,
+            masks=recorded.masks,
         )
     if received:
         return _interrupted(received, command)
@@ -490,7 +491,10 @@ def run_replay_command(args: argparse.Namespace) -> int:
         )
         return EXIT_CONFORMANT
     print(format_trace(trace))
-    print(f"\nstill fails: {args.trace} ({command})")
+    where = "" if trace.mask is None else f" at {trace.mask.op} {trace.mask.at}"
+    if recorded.mask not in (None, trace.mask):
+        where += f", not where it was written ({recorded.mask.op} {recorded.mask.at})"
+    print(f"\nstill fails{where}: {args.trace} ({command})")
     return EXIT_FAILED
 
 
