@@ -202,7 +202,7 @@ def compare_views(
                 raise Divergence("invariant", f"after {label}: {e}", at, None, e.evidence) from e
             hidden = True
         if seed_violations is not None:
-            seed_violations.update(broken.keys())
+            seed_violations.update(broken.keys() & seeds)
     if ref_view == sut_view:
         return hidden
     kept_texts = {d.text for d in located(*before, "view")} if masks and before else set()

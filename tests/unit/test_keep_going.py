@@ -14,6 +14,7 @@ import io
 import json
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +142,8 @@ def test_each_trace_replays_at_its_place(seed_run: tuple[int, dict[str, Any], Pa
         ) is None
         if trace.failure.kind == "view" and trace.steps:  # made by its step, not left before
             before = _views_after(trace.ops[:-1])
-            assert not any(trace.failure.detail.endswith(f": {d}") for d in differences(*before, "view"))
+            left = differences(*before, "view")
+            assert not any(trace.failure.detail.endswith(f": {d}") for d in left)
 
 
 def _views_after(ops: tuple[Op, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -240,3 +242,19 @@ def test_a_difference_an_earlier_step_left_is_not_this_steps() -> None:
         compare_step(OP, ok, ok, VIEW, changed, masks=masks, before=(VIEW, OTHER))
     with pytest.raises(Divergence):  # without masks a run stops at the first difference
         compare_step(OP, ok, ok, VIEW, OTHER, masks=NO_MASKS, before=(VIEW, OTHER))
+
+
+def test_a_masked_invariant_is_not_counted_as_the_references_own() -> None:
+    reference = ReferenceAdapter(check_invariants=False)
+    reference.start(2)
+    register = Op.of("register", task="s1")
+    result = reference.call(register)
+    view = reference.view()
+    drifted = {**view, "paused_count": 1}  # breaks paused-count; the reference's view does not
+    with pytest.raises(Divergence) as found:
+        compare_step(register, result, result, view, drifted)
+    assert found.value.at == "invariant:paused-count"
+    masks = frozenset({Mask("register", found.value.at), Mask("register", "view.paused_count")})
+    own: Counter[str] = Counter()
+    assert compare_step(register, result, result, view, drifted, own, masks=masks)
+    assert not own
