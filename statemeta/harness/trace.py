@@ -30,7 +30,7 @@ from statemeta.harness.adapter import Adapter
 from statemeta.harness.catalogue import NO_MASKS, START, Mask
 from statemeta.harness.differences import compact, differences
 from statemeta.harness.machine import Divergence, Step, build_machine
-from statemeta.harness.operations import LEVELS, Op
+from statemeta.harness.operations import LEVELS, OP_SPECS, Op
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.wire import MAX_JSON_DEPTH, is_int, is_op_result, loads_bounded
 from statemeta.semantics import Semantics
@@ -185,7 +185,7 @@ _TRACE_FIELDS: _Fields = {
     "masks": (lambda v: isinstance(v, list), "a list of masks", False),
 }
 _MASK_FIELDS: _Fields = {
-    "op": (lambda v: isinstance(v, str) and bool(v), "an operation's name", True),
+    "op": (lambda v: v == START or v in OP_SPECS, f"an operation's name or {START!r}", True),
     "at": (lambda v: isinstance(v, str) and bool(v), "where a divergence shows", True),
 }
 _STEP_FIELDS: _Fields = {

@@ -258,3 +258,16 @@ def test_a_masked_invariant_is_not_counted_as_the_references_own() -> None:
     own: Counter[str] = Counter()
     assert compare_step(register, result, result, view, drifted, own, masks=masks)
     assert not own
+
+
+def test_check_json_without_keep_going_has_the_verdict_and_no_catalogue(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    few = ["--level", "1", "--examples", "10", "--seed", "0", "--trace-out", str(out), "--json"]
+    code, stdout, _ = _cli("check", "--sut", SERVE, *few)
+    document = json.loads(stdout)  # stdout is the document alone
+    assert code == 0 and document["conformant"] is True and document["trace"] is None
+    assert "catalogue" not in document and not out.exists()
+    code, stdout, _ = _cli("check", "--sut", SEED_SERVED, *few)
+    document = json.loads(stdout)
+    assert code == 1 and document["conformant"] is False
+    assert document["trace"] == str(out) and read_trace(out).failure.detail == document["failure"]
