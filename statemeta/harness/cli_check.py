@@ -217,7 +217,7 @@ def run_check(
 
     trace, first = search(NO_MASKS, 0)
     catalogue = None if keep_going is None else Catalogue()
-    while keep_going and catalogue is not None and trace and first:
+    while keep_going is not None and catalogue is not None and first is not None and trace:
         if first.mask in catalogue.masks:
             break  # an in-process implementation's own check, which no mask skips: it stops
         path = numbered_path(keep_going.trace_out, len(catalogue.entries) + 1)
