@@ -5,7 +5,9 @@ the differential machine of statemeta.harness.machine drives the reference and t
 implementation side by side under Hypothesis, which searches for a divergence; its trace is
 then shrunk by deleting operations (statemeta.harness.minimize says why not by Hypothesis).
 An implementation that breaks the protocol stops the run at once (no shrinking: each replay
-of a hung one would cost a timeout) with the steps so far.
+of a hung one would cost a timeout) with the steps so far. With ``--keep-going`` a divergence
+is shrunk, written to its own trace and masked, and the search goes on in a new Hypothesis
+run over the examples left (statemeta.harness.catalogue); the run ends with the catalogue.
 
 Exit codes of both commands: 0 conformant (replay: the trace passes now), 1 a divergence, an
 invariant violation or a broken implementation (trace written, path printed), 2 could not run
@@ -43,6 +45,7 @@ from statemeta.cli_args import (
 )
 from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
+from statemeta.harness.catalogue import NO_MASKS, Catalogue, Entry, Mask, numbered_path
 from statemeta.harness.machine import Divergence, build_machine, run_machine
 from statemeta.harness.minimize import minimize, without_shrinking
 from statemeta.harness.observation import Observation
@@ -95,6 +98,8 @@ class CheckReport:
     """Steps at which the reference itself broke each view invariant (the seed's own)."""
     observation: Observation | None = None
     """What the implementation declared it observes at the run's level (what was compared)."""
+    catalogue: Catalogue | None = None
+    """``--keep-going``: every distinct divergence (``trace`` is then a broken protocol's)."""
 
     def observation_json(self) -> dict[str, Any]:
         """What was compared and what was not (``statemeta check --json``)."""
@@ -105,6 +110,15 @@ class CheckReport:
             "outcomes": self.observation.outcomes,
             "unchecked_invariants": self.observation.unchecked(VIEW_INVARIANTS),
         }
+
+
+@attrs.frozen
+class KeepGoing:
+    """``--keep-going``: each divergence's trace goes to ``trace_out`` numbered; the search
+    stops after ``max_divergences`` of them (None: when the examples run out)."""
+
+    trace_out: Path
+    max_divergences: int | None = None
 
 
 class Progress:
@@ -171,55 +185,67 @@ def run_check(
     seed_value: int | None = None,
     progress: Progress | None = None,
     semantics: Semantics | str = Semantics.INTENDED,
+    keep_going: KeepGoing | None = None,
 ) -> CheckReport:
     """Runs the differential machine at ``level`` against ``sut`` (started, not closed here),
-    with the reference in ``semantics``."""
+    with the reference in ``semantics``; with ``keep_going``, on past each divergence."""
     progress = progress or Progress(None)
     counting = _CountingAdapter(sut, progress)
     semantics = Semantics.of(semantics)
     reference = unchecked_reference(semantics)
-    machine = build_machine(
-        level,
-        sut=counting,
-        reference=reference,
-        name=f"Conformance{level}",
-        max_ops=hypothesis_settings.stateful_step_count,  # --steps: operations per example
-    )
+    seeds: Counter[str] = Counter()
 
+    def search(masks: frozenset[Mask], run: int) -> tuple[Trace | None, Divergence | None]:
+        """One search over the examples left: the shrunk trace of what it found, if any."""
+        machine = build_machine(
+            level,
+            sut=counting,
+            reference=reference,
+            name=f"Conformance{level}",
+            max_ops=hypothesis_settings.stateful_step_count,  # --steps: operations per example
+            masks=masks,
+        )
+        left = hypothesis_settings.max_examples - progress.examples
+        run_seed = None if seed_value is None else seed_value + run
+        try:
+            run_machine(machine, without_shrinking(settings(hypothesis_settings,
+                        max_examples=left)), seed_value=run_seed)
+        except SutAborted as aborted:
+            done = machine.last_steps  # type: ignore[attr-defined]
+            return sut_error_trace(aborted.error, done, counting.ops, level=level,
+                                   sut=sut_label, seed=seed_value, semantics=semantics), None
+        except Divergence as divergence:
+            found = [divergence]
+        except FlakyFailure as flaky:
+            found = [e for e in flaky.exceptions if isinstance(e, Divergence)]
+            if not found:
+                raise
+        else:
+            return None, None
+        finally:
+            seeds.update(machine.seed_violations)  # type: ignore[attr-defined]
+        trace = divergence_trace(found[0], level=level, sut=sut_label, seed=seed_value,
+                                 semantics=semantics, masks=masks)
+        shrunk = minimize(trace, sut=sut, reference=reference, same_place=bool(keep_going))
+        return shrunk, found[0]
+
+    trace, first = search(NO_MASKS, 0)
+    catalogue = None if keep_going is None else Catalogue()
+    while keep_going is not None and catalogue is not None and first is not None and trace:
+        if first.mask in catalogue.masks:
+            break  # an in-process implementation's own check, which no mask skips: it stops
+        path = numbered_path(keep_going.trace_out, len(catalogue.entries) + 1)
+        write_trace(trace, path)
+        catalogue.entries.append(Entry(first.mask, trace.failure.kind, first.reference,
+                                       first.sut, path, len(trace.steps)))
+        full = len(catalogue.entries) == keep_going.max_divergences
+        if full or progress.examples >= hypothesis_settings.max_examples:
+            trace = None
+        else:
+            trace, first = search(catalogue.masks, len(catalogue.entries))
     observation = Observation.of_hello(sut.hello(), level)
-
-    def report(trace: Trace | None) -> CheckReport:
-        seeds = dict(sorted(machine.seed_violations.items()))  # type: ignore[attr-defined]
-        return CheckReport(
-            trace, progress.examples, progress.steps, progress.seconds, seeds, observation
-        )
-
-    try:
-        run_machine(machine, without_shrinking(hypothesis_settings), seed_value=seed_value)
-    except SutAborted as aborted:
-        done = machine.last_steps  # type: ignore[attr-defined]
-        trace = sut_error_trace(
-            aborted.error,
-            done,
-            counting.ops,
-            level=level,
-            sut=sut_label,
-            seed=seed_value,
-            semantics=semantics,
-        )
-        return report(trace)
-    except Divergence as divergence:
-        found = [divergence]
-    except FlakyFailure as flaky:
-        found = [e for e in flaky.exceptions if isinstance(e, Divergence)]
-        if not found:
-            raise
-    else:
-        return report(None)
-    trace = divergence_trace(
-        found[0], level=level, sut=sut_label, seed=seed_value, semantics=semantics
-    )
-    return report(minimize(trace, sut=sut, reference=reference))
+    return CheckReport(trace, progress.examples, progress.steps, progress.seconds,
+                       dict(sorted(seeds.items())), observation, catalogue)
 
 
 def unchecked_reference(semantics: Semantics) -> Callable[[], ReferenceAdapter]:
@@ -282,7 +308,21 @@ def configure_check(parser: argparse.ArgumentParser) -> None:
         type=output_file,
         default=Path("statemeta-trace.json"),
         metavar="FILE",
-        help="where a failure's trace goes (default: %(default)s)",
+        help="where a failure's trace goes (default: %(default)s; --keep-going: FILE's name "
+        "numbered, t.json -> t-1.json, t-2.json, ...)",
+    )
+    parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="after each divergence (shrunk, its trace written) mask it and search on; "
+        "end with the catalogue of every distinct divergence",
+    )
+    parser.add_argument(
+        "--max-divergences",
+        type=positive_int,
+        metavar="N",
+        help="stop after N distinct divergences (implies --keep-going; default: no limit "
+        "but the examples)",
     )
 
 
@@ -346,7 +386,10 @@ def _interrupted(received: list[int], command: str) -> int:
 def run_check_command(args: argparse.Namespace) -> int:
     """``statemeta check``."""
     seed_value = args.seed if args.seed is not None else random.randrange(2**32)
-    out = sys.stderr if args.json else sys.stdout
+    keep_going = None
+    if args.keep_going or args.max_divergences is not None:
+        keep_going = KeepGoing(args.trace_out, args.max_divergences)
+    out = sys.stderr if args.json else sys.stdout  # --json: stdout holds the document alone
     report: CheckReport | None = None
     with _interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
         problem = _handshake(sut, args.level)
@@ -370,28 +413,37 @@ def run_check_command(args: argparse.Namespace) -> int:
             seed_value=seed_value,
             progress=Progress(out),
             semantics=args.semantics,
+            keep_going=keep_going,
         )
     if received:
         return _interrupted(received, args.sut)
     assert report is not None
+    if report.trace is not None:
+        write_trace(report.trace, args.trace_out)
+    failed = report.trace is not None or bool(report.catalogue and report.catalogue.entries)
     rate = report.steps / max(report.seconds, 1e-9)
     summary = f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
     summary += f"({rate:.0f} steps/s)"
     summary += _own_violations(report.seed_violations, args.semantics)
     for line in _not_compared(report.observation):
         print(line, file=out)
-    code = EXIT_CONFORMANT if report.trace is None else EXIT_FAILED
-    if report.trace is None:
-        print(f"conformant: {summary}", file=out)
-    else:
-        write_trace(report.trace, args.trace_out)
+    replay_it = f"--sut {shlex.quote(args.sut)} --semantics {args.semantics}"
+    if report.catalogue is not None:
+        print("\n".join(report.catalogue.lines()), file=out)
+        if report.catalogue.entries:
+            print(f"replay one: statemeta replay {report.catalogue.entries[0].trace} {replay_it}",
+                  file=out)
+    if report.trace is not None:
         print(format_trace(report.trace), file=out)
         print(f"\nNOT conformant ({summary}); trace written to {args.trace_out}", file=out)
-        print(f"replay it: statemeta replay {args.trace_out} --sut {shlex.quote(args.sut)}"
-              f" --semantics {args.semantics}", file=out)
+        print(f"replay it: statemeta replay {args.trace_out} {replay_it}", file=out)
+    elif failed:
+        print(f"NOT conformant ({summary})", file=out)
+    else:
+        print(f"conformant: {summary}", file=out)
     if args.json:
-        print(json_text(_report_json(report, args, hello, seed_value)))
-    return code
+        print(json_text(check_document(report, args, hello, seed_value)))
+    return EXIT_FAILED if failed else EXIT_CONFORMANT
 
 
 def _not_compared(observation: Observation | None) -> list[str]:
@@ -413,10 +465,11 @@ def _not_compared(observation: Observation | None) -> list[str]:
     return lines
 
 
-def _report_json(
+def check_document(
     report: CheckReport, args: argparse.Namespace, hello: dict[str, Any], seed_value: int
 ) -> dict[str, Any]:
-    """``statemeta check --json``: the run, what was compared, and its failure if any."""
+    """``statemeta check --json``: the run, what was compared, its verdict and where its
+    traces went."""
     trace = report.trace
     failure = None
     if trace is not None:
@@ -426,8 +479,8 @@ def _report_json(
             "steps": len(trace.steps),
             "trace": str(args.trace_out),
         }
-    return {
-        "conformant": trace is None,
+    document: dict[str, Any] = {
+        "conformant": trace is None and not (report.catalogue and report.catalogue.entries),
         "sut": args.sut,
         "name": hello["name"],
         "protocol": hello["protocol"],
@@ -439,8 +492,12 @@ def _report_json(
         "seconds": round(report.seconds, 3),
         "seed_violations": report.seed_violations,
         **report.observation_json(),
+        "trace": None if trace is None else str(args.trace_out),
         "failure": failure,
     }
+    if report.catalogue is not None:
+        document["catalogue"] = report.catalogue.to_json()
+    return document
 
 
 def _own_violations(counts: dict[str, int], semantics: str) -> str:
@@ -476,6 +533,7 @@ def run_replay_command(args: argparse.Namespace) -> int:
             sut_command=command,
             reference=reference,
             seed_violations=own,
+            masks=recorded.masks,
         )
     if received:
         return _interrupted(received, command)
@@ -489,7 +547,10 @@ def run_replay_command(args: argparse.Namespace) -> int:
         )
         return EXIT_CONFORMANT
     print(format_trace(trace))
-    print(f"\nstill fails: {args.trace} ({command})")
+    where = "" if trace.mask is None else f" at {trace.mask.op} {trace.mask.at}"
+    if recorded.mask not in (None, trace.mask):
+        where += f", not where it was written ({recorded.mask.op} {recorded.mask.at})"
+    print(f"\nstill fails{where}: {args.trace} ({command})")
     return EXIT_FAILED
 
 

@@ -18,29 +18,22 @@ from statemeta.codec import decode_hb
 from statemeta.errors import StatemetaError
 from statemeta.harness.normalize import Json
 
-__all__ = ["compact", "differences", "first_difference"]
+__all__ = ["Difference", "compact", "differences", "first_difference", "located"]
+
+@attrs.frozen
+class Difference:
+    """One place two values differ: its path, both sides' values there (None on the side
+    without the key), the line saying so."""
+
+    path: str
+    reference: Json
+    sut: Json
+    text: str
 
 
 def differences(reference: Json, sut: Json, path: str = "") -> Iterator[str]:
     """Each place the two values differ, as ``path: reference X, implementation Y``."""
-    if isinstance(reference, dict) and isinstance(sut, dict):
-        for key in sorted(set(reference) | set(sut), key=str):
-            where = f"{path}.{key}" if path else str(key)
-            if key not in sut:
-                yield f"{where}: only the reference has it ({compact(reference[key])})"
-            elif key not in reference:
-                yield f"{where}: only the implementation has it ({compact(sut[key])})"
-            else:
-                yield from differences(reference[key], sut[key], where)
-    elif isinstance(reference, list) and isinstance(sut, list):
-        yield from _list_differences(reference, sut, path)
-    elif reference != sut:
-        decoded = _heartbeats(reference, sut, path)
-        if decoded is not None:
-            yield from differences(*decoded, path)
-        else:
-            where = path or "(value)"
-            yield f"{where}: reference {compact(reference)}, implementation {compact(sut)}"
+    return (found.text for found in located(reference, sut, path))
 
 
 def first_difference(reference: Json, sut: Json, path: str = "") -> str | None:
@@ -48,10 +41,38 @@ def first_difference(reference: Json, sut: Json, path: str = "") -> str | None:
     return next(differences(reference, sut, path), None)
 
 
-def _list_differences(reference: list[Json], sut: list[Json], path: str) -> Iterator[str]:
+def located(reference: Json, sut: Json, path: str = "") -> Iterator[Difference]:
+    """Each place the two values differ, with its path and both values (``differences``'s
+    lines, for a caller that keys on where: ``statemeta check --keep-going``'s masks)."""
+    if isinstance(reference, dict) and isinstance(sut, dict):
+        for key in sorted(set(reference) | set(sut), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in sut:
+                text = f"{where}: only the reference has it ({compact(reference[key])})"
+                yield Difference(where, reference[key], None, text)
+            elif key not in reference:
+                text = f"{where}: only the implementation has it ({compact(sut[key])})"
+                yield Difference(where, None, sut[key], text)
+            else:
+                yield from located(reference[key], sut[key], where)
+    elif isinstance(reference, list) and isinstance(sut, list):
+        yield from _list_differences(reference, sut, path)
+    elif reference != sut:
+        decoded = _heartbeats(reference, sut, path)
+        if decoded is not None:
+            yield from located(*decoded, path)
+        else:
+            where = path or "(value)"
+            text = f"{where}: reference {compact(reference)}, implementation {compact(sut)}"
+            yield Difference(where, reference, sut, text)
+
+
+def _list_differences(
+    reference: list[Json], sut: list[Json], path: str
+) -> Iterator[Difference]:
     for index, (left, right) in enumerate(zip(reference, sut, strict=False)):
         if left != right:
-            yield from differences(left, right, f"{path}[{index}]")
+            yield from located(left, right, f"{path}[{index}]")
             if len(reference) == len(sut):
                 continue
             return  # lengths differ too: what follows is shifted, the first place says it
@@ -59,10 +80,12 @@ def _list_differences(reference: list[Json], sut: list[Json], path: str) -> Iter
         shorter = min(len(reference), len(sut))
         longer, side = (reference, "reference") if len(reference) > len(sut) else (sut, "sut")
         who = "the reference" if side == "reference" else "the implementation"
-        yield (
-            f"{path or '(list)'}: {len(reference)} elements in the reference, {len(sut)} in the "
+        where = path or "(list)"
+        text = (
+            f"{where}: {len(reference)} elements in the reference, {len(sut)} in the "
             f"implementation; only {who} has [{shorter}] = {compact(longer[shorter])}"
         )
+        yield Difference(where, reference, sut, text)
 
 
 def _heartbeats(reference: Json, sut: Json, path: str) -> tuple[Json, Json] | None:

@@ -14,7 +14,18 @@ step:
   and a reopen must satisfy the ``reopen`` invariant;
 - in differential mode (``compare_step``): the results are equal, the SUT's JSON view keeps the
   view invariants, and the two views are equal, all as far as the SUT declares it observes
-  (statemeta.harness.observation; protocol 1: everything). A failure is a ``Divergence``.
+  (statemeta.harness.observation; protocol 1: everything). A failure is a ``Divergence``. The
+  views right after ``start`` are compared too (``compare_views``, operation ``start``).
+
+With masks (``statemeta check --keep-going``, statemeta.harness.catalogue) a masked result,
+view path, invariant or durable check is skipped for its operation, and so is what an earlier
+step left as it was: a view difference with the same path and values as before the step, an
+invariant the SUT's view broke before the step too. Once a mask has hidden a difference that
+an operation made, the example is over (``room`` 0, a replay skips the rest): from there the
+two sides' states differ, and what differs next is that divergence's consequence, not
+another divergence. A masked difference at ``start`` does not end it (else no example would
+get past it). Without masks no difference survives a step, so a run stops exactly where it
+did before masks existed.
 
 The seed semantics breaks invariants on purpose (spec/divergences.md). A view invariant the
 reference's own view breaks at that step too is the seed's: it is counted in the machine
@@ -38,7 +49,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Collection
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import attrs
 from hypothesis import seed, settings
@@ -60,7 +71,8 @@ from statemeta.codec import (
 from statemeta.errors import InvariantViolation
 from statemeta.harness import generation
 from statemeta.harness.adapter import Adapter
-from statemeta.harness.differences import first_difference
+from statemeta.harness.catalogue import NO_MASKS, START, Mask, key_path
+from statemeta.harness.differences import first_difference, located
 from statemeta.harness.normalize import Json, meta_view_from_json
 from statemeta.harness.observation import Observation
 from statemeta.harness.operations import REGISTER_VER, TASK_POOL, Op
@@ -78,6 +90,7 @@ __all__ = [
     "batch_seed",
     "build_machine",
     "compare_step",
+    "compare_views",
     "run_machine",
 ]
 
@@ -91,14 +104,26 @@ _RECORDS = {s.id: s.record for s in TASK_POOL}
 class Divergence(AssertionError):
     """The SUT differs from the reference (or breaks an invariant, or loses a commit)."""
 
-    def __init__(self, kind: str, detail: str) -> None:
+    def __init__(
+        self, kind: str, detail: str, at: str, reference: Json = None, sut: Json = None
+    ) -> None:
         super().__init__(f"{kind} divergence: {detail}")
         self.kind = kind
         """One of result, view, invariant, durable."""
         self.detail = detail
+        self.at = at
+        """Where it shows (a Mask's ``at``: result, view.<keys>, invariant:<id>, durable)."""
+        self.reference = reference
+        self.sut = sut
+        """The two sides' values there (an invariant's: the evidence; durable's: the detail)."""
         self.steps: list[Step] = []
         self.reference_view: dict[str, Json] | None = None
         self.sut_view: dict[str, Json] | None = None
+
+    @property
+    def mask(self) -> Mask:
+        """Its name in a catalogue: the operation it follows and where it shows."""
+        return Mask(self.steps[-1][0].name if self.steps else START, self.at)
 
 
 def broken_invariants(
@@ -121,6 +146,10 @@ def broken_invariants(
     return broken
 
 
+Views: TypeAlias = tuple[dict[str, Json], dict[str, Json]]
+"""The reference's view and the SUT's, at one moment."""
+
+
 def compare_step(
     op: Op,
     ref_result: dict[str, Json],
@@ -129,31 +158,87 @@ def compare_step(
     sut_view: dict[str, Json],
     seed_violations: Counter[str] | None = None,
     observation: Observation | None = None,
-) -> None:
+    *,
+    masks: frozenset[Mask] = NO_MASKS,
+    before: Views | None = None,
+) -> bool:
     """The differential check of one step (the machine's and ``statemeta replay``'s), on what
-    ``observation`` declares (None: everything).
+    ``observation`` declares (None: everything): the results, then ``compare_views``; ``masks``
+    and ``before`` (the views before the step) as the module says. True: a mask hid a
+    difference."""
+    seen = observation or Observation.everything(int(ref_view["level"]))
+    ref_out, sut_out = seen.result_of(op, ref_result), seen.result_of(op, sut_result)
+    masked = ref_out != sut_out
+    if masked and Mask(op.name, "result") not in masks:
+        where = first_difference(ref_out, sut_out, "result")
+        raise Divergence(
+            "result",
+            f"{op!r}: reference {ref_out}, sut {sut_out}; at {where}",
+            "result",
+            ref_out,
+            sut_out,
+        )
+    hidden = compare_views(
+        repr(op), op.name, (ref_view, sut_view), seed_violations, seen, masks=masks, before=before
+    )
+    return masked or hidden
+
+
+def compare_views(
+    label: str,
+    op_name: str,
+    views: Views,
+    seed_violations: Counter[str] | None = None,
+    observation: Observation | None = None,
+    *,
+    masks: frozenset[Mask] = NO_MASKS,
+    before: Views | None = None,
+) -> bool:
+    """The SUT's view keeps the view invariants and equals the reference's, as far as
+    ``observation`` declares (None: everything), after the operation ``op_name`` (``label``:
+    how the detail names it). True: a mask hid a difference this step made.
 
     A view invariant the SUT's view breaks is a divergence unless the reference's view breaks
     it too (the seed's own violation: counted in ``seed_violations``). Only the invariants
     whose keys are all observed run (statemeta.harness.observation)."""
+    ref_view, sut_view = views
     seen = observation or Observation.everything(int(ref_view["level"]))
-    ref_out, sut_out = seen.result_of(op, ref_result), seen.result_of(op, sut_result)
-    if ref_out != sut_out:
-        where = first_difference(ref_out, sut_out, "result")
-        raise Divergence("result", f"{op!r}: reference {ref_out}, sut {sut_out}; at {where}")
-    completed = seen.completed(sut_view, ref_view)
     skipped = seen.unchecked(VIEW_INVARIANTS).keys()
+    hidden = False
+    completed = seen.completed(sut_view, ref_view)
     broken = {} if completed is None else broken_invariants(completed, skipped)
     if broken:
         seeds = broken_invariants(ref_view, skipped).keys()
+        kept: Collection[str] = set()
+        if masks and before:
+            was = seen.completed(before[1], before[0])
+            kept = set() if was is None else broken_invariants(was, skipped).keys()
         for invariant_id, e in broken.items():
-            if invariant_id not in seeds:
-                raise Divergence("invariant", f"after {op!r}: {e}") from e
+            if invariant_id in seeds | kept:
+                continue
+            at = f"invariant:{invariant_id}"
+            if Mask(op_name, at) not in masks:
+                raise Divergence("invariant", f"after {label}: {e}", at, None, e.evidence) from e
+            hidden = True
         if seed_violations is not None:
-            seed_violations.update(broken.keys())
+            seed_violations.update(broken.keys() & seeds)
     ref_seen, sut_seen = seen.view_of(ref_view), seen.view_of(sut_view)
-    if ref_seen != sut_seen:
-        raise Divergence("view", f"after {op!r}: {first_difference(ref_seen, sut_seen, 'view')}")
+    if ref_seen == sut_seen:
+        return hidden
+    kept_texts = (
+        {d.text for d in located(seen.view_of(before[0]), seen.view_of(before[1]), "view")}
+        if masks and before
+        else set()
+    )
+    for found in located(ref_seen, sut_seen, "view"):
+        if found.text in kept_texts:
+            continue
+        at = key_path(found.path)
+        if Mask(op_name, at) not in masks:
+            detail = f"after {label}: {found.text}"
+            raise Divergence("view", detail, at, found.reference, found.sut)
+        hidden = True
+    return hidden
 
 
 def _tid(obj: Json) -> TaskId:
@@ -309,25 +394,39 @@ class _Machine(RuleBasedStateMachine):
     last_steps: ClassVar[list[Step]] = []
     seed_violations: ClassVar[Counter[str]] = Counter()
     """The view invariants the reference itself broke, with the SUT, per id (over the run)."""
+    masks: ClassVar[frozenset[Mask]] = NO_MASKS
+    """What is not compared (statemeta.harness.catalogue)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.reference = type(self).reference_factory()
         self.reference.start(self.level)
-        if self.sut is not None:
-            self.sut.start(self.level)
-        self.observation = (
-            Observation.everything(self.level)
-            if self.sut is None
-            else Observation.of_hello(self.sut.hello(), self.level)
-        )
-        """What the SUT declares it observes at this level (protocol 1: everything)."""
         self.model = DurableModel()
         self.ref_view = self.reference.view()
         self.steps: list[Step] = []
         type(self).last_steps = self.steps
+        self.sut_view: dict[str, Json] = {}
+        self.over = False
+        """A mask hid a difference an operation made: the example runs nothing more."""
+        self.observation = Observation.everything(self.level)
+        """What the SUT declares it observes at this level (protocol 1: everything)."""
+        if self.sut is None:
+            return
+        self.sut.start(self.level)
+        self.observation = Observation.of_hello(self.sut.hello(), self.level)
+        self.sut_view = self.sut.view()
+        try:
+            compare_views(
+                START, START, (self.ref_view, self.sut_view), None, self.observation,
+                masks=self.masks,
+            )
+        except Divergence as e:  # no teardown follows a machine that did not construct
+            self.teardown()
+            raise self._divergence(e, self.sut_view) from None
 
     def step(self, op: Op) -> None:
+        if self.over:
+            return
         before = self.ref_view
         ref_result = self.reference.call(op)
         sut_result = None
@@ -336,7 +435,8 @@ class _Machine(RuleBasedStateMachine):
                 sut_result = self.sut.call(op)
             except InvariantViolation as e:  # an in-process SUT checking itself
                 self.steps.append((op, ref_result, None))
-                raise self._divergence(Divergence("invariant", str(e)), None) from e
+                found = Divergence("invariant", str(e), f"invariant:{e.invariant_id}")
+                raise self._divergence(found, None) from e
         self.steps.append((op, ref_result, sut_result))
         self.ref_view = self.reference.view()
         durable = self.level > 1 and self.reference.semantics is Semantics.INTENDED
@@ -347,31 +447,39 @@ class _Machine(RuleBasedStateMachine):
                 raise InvariantViolation("durable-model", problem)
         if self.sut is None or sut_result is None:
             return
-        sut_view = self.sut.view()
+        views_before = (before, self.sut_view)
+        sut_view = self.sut_view = self.sut.view()
         try:
-            compare_step(
-                op,
-                ref_result,
-                sut_result,
-                self.ref_view,
-                sut_view,
-                type(self).seed_violations,
-                self.observation,
+            self.over = compare_step(
+                op, ref_result, sut_result, self.ref_view, sut_view, type(self).seed_violations,
+                self.observation, masks=self.masks, before=views_before,
             )
             variant = _reference_inside(self.sut)
             if variant is not None and durable:
-                problem = _check_durable(variant, self.model, op)
-                if problem is not None:
-                    raise Divergence("durable", problem)
-        except InvariantViolation as e:
-            raise self._divergence(Divergence("invariant", str(e)), sut_view) from e
+                self.over = self._durable_hidden(variant, op) or self.over
         except Divergence as e:
             raise self._divergence(e, sut_view) from None
+
+    def _durable_hidden(self, variant: ReferenceAdapter, op: Op) -> bool:
+        """The durable model against an in-process implementation's store; True: it failed
+        and a mask hid it."""
+        kind = "durable"
+        try:
+            problem = _check_durable(variant, self.model, op)
+        except InvariantViolation as e:  # a reopen that breaks the reopen invariant
+            kind, problem = "invariant", str(e)
+        if problem is None:
+            return False
+        if Mask(op.name, "durable") in self.masks:
+            return True
+        raise Divergence(kind, problem, "durable", None, problem)
 
     def task_states(self) -> dict[str, dict[str, Json]]:
         return generation.slot_states(self.ref_view, self.level)
 
     def room(self) -> int | None:
+        if self.over:
+            return 0
         return None if self.max_ops is None else self.max_ops - len(self.steps)
 
     def _divergence(self, e: Divergence, sut_view: dict[str, Json] | None) -> Divergence:
@@ -414,11 +522,13 @@ def build_machine(
     sut: Adapter | None = None,
     name: str = "MetaMachine",
     max_ops: int | None = None,
+    masks: frozenset[Mask] = NO_MASKS,
 ) -> type[RuleBasedStateMachine]:
     """The machine over the operations of ``level``: the reference alone, or differential
     against ``sut`` (one adapter for the whole run: started per example, stopped at its end).
     ``max_ops`` bounds the operations of an example (its initial registers and every
-    operation of a walk included); Hypothesis's ``stateful_step_count`` bounds rule calls."""
+    operation of a walk included); Hypothesis's ``stateful_step_count`` bounds rule calls.
+    ``masks``: what is not compared (statemeta.harness.catalogue)."""
     namespace: dict[str, Any] = {"command": _COMMAND}
     if level > 1:
         namespace["register_initial"] = _REGISTER_INITIAL
@@ -427,6 +537,7 @@ def build_machine(
         reference_factory=staticmethod(reference),
         sut=sut,
         max_ops=max_ops,
+        masks=masks,
         last_steps=[],
         seed_violations=Counter(),
     )

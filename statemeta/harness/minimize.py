@@ -9,7 +9,9 @@ second each, to at most 8 steps): Hypothesis searches with its shrink phase off
 (``without_shrinking``), then delta debugging (Zeller's ddmin, complements only) deletes
 chunks of halving size, then single operations, keeping a deletion when the replay still
 fails with the same kind of failure (result, view, invariant or durable: a shorter trace must
-not trade the bug for another). The result is 1-minimal: no single operation can be removed.
+not trade the bug for another), or with ``same_place`` at the same place (its catalogue
+entry: operation and path, statemeta.harness.catalogue). The replays skip the trace's masks.
+The result is 1-minimal: no single operation can be removed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def minimize(
     *,
     sut: Adapter,
     reference: Callable[[], ReferenceAdapter] = ReferenceAdapter,
+    same_place: bool = False,
 ) -> Trace:
     """The shortest failing trace ddmin finds from ``trace`` (a trace of an implementation
     that broke the protocol is returned as it is: its replays could only hang or crash)."""
@@ -40,10 +43,10 @@ def minimize(
 
     def still_fails(ops: list[Op]) -> Trace | None:
         again = replay(ops, level=trace.level, sut=sut, sut_command=trace.sut,
-                       reference=reference)
+                       reference=reference, masks=trace.masks)
         if again is None or again.failure.kind != trace.failure.kind:
             return None
-        return again
+        return again if not same_place or again.mask == trace.mask else None
 
     best = trace
     ops = list(trace.ops)

@@ -13,7 +13,8 @@ for a shell line), under statemeta.harness.keeper: a small process between the h
 implementation that ends the implementation's whole process tree (setsid'd grandchildren and
 double-forked daemons included) when the harness closes it, or when the harness dies.
 
-Every request waits at most ``timeout`` seconds for its response, and reads at most
+Every request waits at most ``timeout`` seconds for its response (a new child's first one at
+least STARTUP_S: starting an interpreter and importing is not a hang), and reads at most
 MAX_LINE_BYTES of it: memory stays bounded whatever the child prints. Its stderr is read
 alongside (so a chatty child never blocks on a full pipe) into a tail of the last
 STDERR_TAIL_BYTES, quoted when it fails. Whatever goes wrong with the child (it cannot be
@@ -64,6 +65,8 @@ _CLOSE_GRACE_S = 1.0
 """How long ``close()`` lets the child exit on its own after its stdin is closed."""
 _EXIT_GRACE_S = 0.5
 """How long a child that closed its stdout is given to exit, so its exit status can be told."""
+STARTUP_S = 10.0
+"""The least a new child's first response is waited for, whatever ``timeout`` says."""
 _KEEPER_START_S = 10.0
 """How long the keeper may take to start the command and say so (it starts in milliseconds)."""
 _KEEPER_END_S = 5.0
@@ -107,6 +110,8 @@ class SubprocessAdapter:
         self._stderr = _StderrTail()
         self._stderr_open = False
         self._buffer = bytearray()
+        self._answered = False
+        """Whether this child has answered a request yet (before that, STARTUP_S applies)."""
         self._selector: selectors.BaseSelector | None = None
         self._next_id = 1
         self._hello: dict[str, Any] | None = None
@@ -186,6 +191,7 @@ class SubprocessAdapter:
         self._control, keeper_end = socket.socketpair()
         self._stderr = _StderrTail()
         self._buffer.clear()
+        self._answered = False
         try:
             self._process = subprocess.Popen(
                 [sys.executable, "-I", "-S", str(_KEEPER), str(keeper_end.fileno()), *argv],
@@ -334,6 +340,7 @@ class SubprocessAdapter:
         except OSError as error:
             self._fail(label, f"cannot write the request ({error})")
         reply = self._read_line(label)
+        self._answered = True
         try:
             response = loads_bounded(reply, MAX_JSON_DEPTH)
         except ValueError as error:
@@ -351,7 +358,8 @@ class SubprocessAdapter:
         """The next line of the child's stdout (at most MAX_LINE_BYTES), within the timeout."""
         assert self._process is not None and self._process.stdout is not None
         assert self._selector is not None
-        deadline = time.monotonic() + self.timeout
+        wait = self.timeout if self._answered else max(self.timeout, STARTUP_S)
+        deadline = time.monotonic() + wait
         stdout = self._process.stdout
         scanned = 0
         while True:
@@ -365,7 +373,7 @@ class SubprocessAdapter:
             scanned = len(self._buffer)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self._fail(label, f"no response within {self.timeout:g} s")
+                self._fail(label, f"no response within {wait:g} s")
             for key, _ in self._selector.select(remaining):
                 if key.fileobj is not stdout:
                     self._read_stderr()

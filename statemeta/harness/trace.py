@@ -9,7 +9,9 @@ A divergence's trace is the shrunk example's steps, as the differential machine 
 (``divergence_trace``); an implementation that broke the protocol (crash, hang, garbage) stops
 the run at once, without shrinking, and its trace is the steps so far (``sut_error_trace``).
 ``replay`` runs a trace's operations through the same machine outside Hypothesis, so it
-applies exactly the checks of the run that wrote it.
+applies exactly the checks of the run that wrote it: a trace of ``check --keep-going`` holds
+the masks in force when it was found (``masks``), and its failure says where it shows
+(``failure.at``); both fields are optional (absent: no masks, and a trace of an older run).
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ import attrs
 
 from statemeta.errors import MisuseError, SutAborted, SutError, TraceFormatError
 from statemeta.harness.adapter import Adapter
+from statemeta.harness.catalogue import NO_MASKS, START, Mask
 from statemeta.harness.differences import compact, differences
 from statemeta.harness.machine import Divergence, Step, build_machine
-from statemeta.harness.operations import LEVELS, Op
+from statemeta.harness.operations import LEVELS, OP_SPECS, Op
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.wire import MAX_JSON_DEPTH, is_int, is_op_result, loads_bounded
 from statemeta.semantics import Semantics
@@ -81,6 +84,8 @@ class Failure:
     detail: str
     reference_view: JsonObject | None = None
     sut_view: JsonObject | None = None
+    at: str | None = None
+    """Where a divergence shows (a Mask's ``at``); None for ``sut``."""
 
 
 @attrs.frozen
@@ -95,12 +100,22 @@ class Trace:
     seed: int | None = None
     semantics: Semantics = Semantics.INTENDED
     """The semantics of the reference the run compared against."""
+    masks: frozenset[Mask] = NO_MASKS
+    """What the run did not compare (``check --keep-going``): replay skips it too."""
 
     @property
     def ops(self) -> tuple[Op, ...]:
         return tuple(step.op for step in self.steps)
 
+    @property
+    def mask(self) -> Mask | None:
+        """Where the failure shows, as a catalogue names it (None: the protocol broke)."""
+        if self.failure.at is None:
+            return None
+        return Mask(self.steps[-1].op.name if self.steps else START, self.failure.at)
+
     def to_json(self) -> JsonObject:
+        masks = {"masks": [m.to_json() for m in sorted(self.masks)]} if self.masks else {}
         return {
             "format": TRACE_FORMAT,
             "level": self.level,
@@ -112,6 +127,7 @@ class Trace:
                 for step in self.steps
             ],
             "failure": attrs.asdict(self.failure),
+            **masks,
         }
 
     @classmethod
@@ -133,8 +149,13 @@ class Trace:
             steps.append(TraceStep(op, step.get("reference"), step.get("sut")))
         failure = Failure(**_check_fields(fields["failure"], _FAILURE_FIELDS, where, "failure"))
         semantics = Semantics(fields.get("semantics", Semantics.INTENDED.value))
+        masks = frozenset(
+            Mask(**_check_fields(m, _MASK_FIELDS, where, f"masks[{i}]"))
+            for i, m in enumerate(fields.get("masks", []))
+        )
         return cls(
-            fields["level"], fields["sut"], tuple(steps), failure, fields.get("seed"), semantics
+            fields["level"], fields["sut"], tuple(steps), failure, fields.get("seed"), semantics,
+            masks,
         )
 
 
@@ -161,6 +182,11 @@ _TRACE_FIELDS: _Fields = {
     ),
     "steps": (lambda v: isinstance(v, list), "a list of steps", True),
     "failure": (lambda v: isinstance(v, dict), "an object", True),
+    "masks": (lambda v: isinstance(v, list), "a list of masks", False),
+}
+_MASK_FIELDS: _Fields = {
+    "op": (lambda v: v == START or v in OP_SPECS, f"an operation's name or {START!r}", True),
+    "at": (lambda v: isinstance(v, str) and bool(v), "where a divergence shows", True),
 }
 _STEP_FIELDS: _Fields = {
     "op": (lambda v: isinstance(v, str), "an operation's name", True),
@@ -181,6 +207,7 @@ _FAILURE_FIELDS: _Fields = {
     "detail": (lambda v: isinstance(v, str), "a string", True),
     "reference_view": (lambda v: v is None or isinstance(v, dict), "an object or null", False),
     "sut_view": (lambda v: v is None or isinstance(v, dict), "an object or null", False),
+    "at": (lambda v: v is None or isinstance(v, str), "a string or null", False),
 }
 
 
@@ -265,13 +292,19 @@ def divergence_trace(
     sut: str,
     seed: int | None,
     semantics: Semantics = Semantics.INTENDED,
+    masks: frozenset[Mask] = NO_MASKS,
 ) -> Trace:
-    """The trace of a divergence the differential machine raised (its steps, both views)."""
+    """The trace of a divergence the differential machine raised (its steps, both views),
+    found with ``masks`` in force."""
     steps = tuple(TraceStep(op, ref, out) for op, ref, out in divergence.steps)
     failure = Failure(
-        divergence.kind, divergence.detail, divergence.reference_view, divergence.sut_view
+        divergence.kind,
+        divergence.detail,
+        divergence.reference_view,
+        divergence.sut_view,
+        divergence.at,
     )
-    return Trace(level, sut, steps, failure, seed, semantics)
+    return Trace(level, sut, steps, failure, seed, semantics, masks)
 
 
 def sut_error_trace(
@@ -300,14 +333,17 @@ def replay(
     sut_command: str,
     reference: Callable[[], ReferenceAdapter] = ReferenceAdapter,
     seed_violations: Counter[str] | None = None,
+    masks: frozenset[Mask] = NO_MASKS,
 ) -> Trace | None:
     """Runs ``ops`` through the differential machine, outside Hypothesis (the same checks
-    after every step); the trace of the failure (in the semantics of the reference that
-    ``reference`` makes), or None if every step passed. The view invariants the reference
-    broke too (the seed's own violations, not the implementation's) are added to
-    ``seed_violations``, per invariant id."""
+    after every step, ``masks`` skipped); the trace of the failure (in the semantics of the
+    reference that ``reference`` makes), or None if every step passed. The view invariants
+    the reference broke too (the seed's own violations, not the implementation's) are added
+    to ``seed_violations``, per invariant id."""
     recording = RecordingAdapter(sut)
-    machine_class = build_machine(level, reference=reference, sut=recording, name="Replay")
+    machine_class = build_machine(
+        level, reference=reference, sut=recording, name="Replay", masks=masks
+    )
     semantics = reference().semantics  # not started: only asked what it compares against
     machine: Any = None
     try:
@@ -322,6 +358,7 @@ def replay(
             sut=sut_command,
             seed=None,
             semantics=semantics,
+            masks=masks,
         )
     except SutAborted as aborted:
         done = machine.steps if machine is not None else []
@@ -366,6 +403,9 @@ def format_trace(trace: Trace) -> str:
         f"{where} ({failure.kind}: {FAILURE_KINDS[failure.kind]})"
     )
     lines.append(failure.detail)
+    if trace.masks:
+        masked = ", ".join(f"{m.op} {m.at}" for m in sorted(trace.masks))
+        lines.append(f"not compared (masked by --keep-going): {masked}")
     if failure.reference_view is not None and failure.sut_view is not None:
         found = list(differences(failure.reference_view, failure.sut_view))
         if found:

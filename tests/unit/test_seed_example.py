@@ -15,6 +15,11 @@ from pathlib import Path
 import pytest
 
 from statemeta.cli import main
+from statemeta.harness.catalogue import Mask
+from statemeta.harness.cli_check import KeepGoing, check_settings, run_check, unchecked_reference
+from statemeta.harness.trace import read_trace, replay
+from statemeta.semantics import Semantics, Switch
+from tests.unit.test_keep_going import SHOWABLE, OneSwitch
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "seed-lifecycle-py" / "serve.py"
 SUT = f"{sys.executable} {EXAMPLE}"
@@ -47,6 +52,60 @@ def test_against_the_intended_semantics_it_fails_on_a_divergence_of_the_seed(
     assert "prev_status: reference null, implementation \"ready\"" in out
     code = main(["replay", str(trace), "--semantics", "seed"])
     assert code == 0, capsys.readouterr().out  # the seed's own behaviour, not a bug of its own
+
+
+def _observed() -> list[str]:
+    """The task keys the example declares (its source's OBSERVED list)."""
+    tree = ast.parse(EXAMPLE.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "OBSERVED":
+            value = ast.literal_eval(node.value)
+            assert isinstance(value, list)
+            return value
+    raise AssertionError("the example declares no OBSERVED list")
+
+
+def _seed_side(switch: Switch) -> OneSwitch:
+    """The reference taking the seed's side of ``switch`` alone, observed as the example is."""
+    return OneSwitch(switch, observe=_observed(), outcomes="ok_rejected")
+
+
+def test_keep_going_against_the_intended_semantics_lists_the_seed_divergences_only(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Every catalogue entry is a divergence of the table (the seed side of one switch alone
+    fails there, and the example passes it under the seed semantics), and every divergence that
+    the example's observations can show is in the catalogue (where it first shows)."""
+    out = tmp_path / "t.json"
+    code, stdout, err = _check(
+        capsys, "--semantics", "intended", "--keep-going", "--trace-out", str(out), "--json"
+    )
+    assert code == 1, stdout + err
+    catalogue = json.loads(stdout)["catalogue"]
+    places = {Mask(e["op"], e["at"]) for e in catalogue}
+    assert len(places) == len(catalogue) > 0
+    intended = unchecked_reference(Semantics.INTENDED)
+    for entry in catalogue:
+        trace = read_trace(Path(entry["trace"]))
+        assert main(["replay", entry["trace"], "--semantics", "seed"]) == 0, entry
+        explained = [
+            switch
+            for switch in SHOWABLE
+            if (again := replay(trace.ops, level=1, sut=_seed_side(switch), sut_command="one",
+                                reference=intended, masks=trace.masks)) is not None
+            and again.mask == trace.mask
+        ]
+        assert explained, entry
+    for switch in SHOWABLE:
+        report = run_check(
+            _seed_side(switch), level=1, hypothesis_settings=check_settings(150, 50),
+            sut_label="one switch", seed_value=0,
+            keep_going=KeepGoing(tmp_path / f"{switch.value}.json", 1),
+        )
+        assert report.catalogue is not None
+        for first in report.catalogue.entries:  # none: these observations cannot show it
+            assert first.mask in places, (switch, first.mask)
+    capsys.readouterr()
 
 
 def test_it_is_its_own_implementation() -> None:

@@ -7,9 +7,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
 import pytest
 
 from statemeta.errors import SutAborted, SutError, TraceFormatError
+from statemeta.harness.catalogue import Mask
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
@@ -68,6 +70,17 @@ def test_a_trace_survives_the_json_round_trip(tmp_path: Path) -> None:
     }
 
 
+def test_a_keep_going_trace_keeps_its_masks_and_place(tmp_path: Path) -> None:
+    masks = frozenset({Mask("start", "view.tasks.prev_status"), Mask("commit", "result")})
+    trace = attrs.evolve(_trace(), masks=masks, failure=attrs.evolve(_trace().failure, at="result"))
+    path = tmp_path / "trace.json"
+    write_trace(trace, path)
+    assert read_trace(path) == trace and trace.mask == Mask("commit", "result")
+    assert "masks" not in _trace().to_json()  # a stopping run's trace is as it was
+    assert "not compared (masked by --keep-going): commit result, start view.tasks.prev_status" \
+        in format_trace(trace)
+
+
 def _nested(depth: int) -> object:
     value: object = 0
     for _ in range(depth):
@@ -103,6 +116,13 @@ MALFORMED: dict[str, tuple[Callable[[JsonObject], object], str]] = {
     "seed true": (lambda t: t.update(seed=True), "seed"),
     "seed 1.5": (lambda t: t.update(seed=1.5), "seed"),
     "unknown field": (lambda t: t.update(sedd=7), "sedd"),
+    "at not a string": (lambda t: t["failure"].update(at=5), "failure.at"),
+    "masks not a list": (lambda t: t.update(masks={"op": "commit"}), "masks"),
+    "mask not an object": (lambda t: t.update(masks=["commit"]), "masks[0]"),
+    "mask without at": (lambda t: t.update(masks=[{"op": "commit"}]), "masks[0].at"),
+    "mask of no op": (lambda t: t.update(masks=[{"op": "no_op", "at": "result"}]), "masks[0].op"),
+    "mask field": (lambda t: t.update(masks=[{"op": "commit", "at": "result", "x": 1}]),
+                   "masks[0].x"),
 }
 
 
