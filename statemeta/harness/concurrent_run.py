@@ -1,0 +1,226 @@
+"""Concurrent runs: K clients call one implementation at once; the history is recorded, then
+checked against the reference (statemeta.harness.linearizability.reference).
+
+A run is ``rounds`` rounds; in each, every client (one thread each) makes ``ops`` random calls
+of the operation table, back to back, and records when it invoked each (monotonic ns, from the
+run's start), when it got the response, and the response. Between rounds no call runs: that is
+a quiescent point, where the target checks the invariant catalogue. The operations are drawn
+from a seeded generator (each client's from its own), so a seed fixes what is called but not
+how the calls interleave. Close/crash and reopen are left out: they replace the meta under the
+other clients' feet (spec/README.md).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import attrs
+
+from statemeta.errors import MisuseError
+from statemeta.harness.linearizability import DEFAULT_BUDGET, History, Operation, Verdict, check
+from statemeta.harness.linearizability.checker import Outcome
+from statemeta.harness.linearizability.reference import CONCURRENT_LEVELS, Call, reference_spec
+from statemeta.harness.normalize import Json
+from statemeta.harness.operations import Op, OpSpec, ops_at
+from statemeta.semantics import Semantics
+
+__all__ = [
+    "CONTENDED",
+    "DEFAULT_TASKS",
+    "NOT_CONCURRENT",
+    "ConcurrentTarget",
+    "Hunt",
+    "Run",
+    "check_run",
+    "concurrent_ops",
+    "hunt",
+    "random_op",
+    "run_concurrent",
+]
+
+NOT_CONCURRENT = frozenset({"close_reopen", "crash_reopen"})
+"""Operations a concurrent run never calls (they replace the meta)."""
+
+DEFAULT_TASKS = ("s1", "s2", "s3")
+"""The slots a run's calls name: few, so that the clients contend for them."""
+
+
+class ConcurrentTarget(Protocol):
+    """What a concurrent run drives: an implementation many clients may call at once."""
+
+    def start(self, level: int) -> None: ...
+
+    def call_as(self, client: int, op: Op) -> dict[str, Json]:
+        """Run ``op`` for ``client``; called from any thread, one call per client at a time."""
+        ...
+
+    def quiescent(self) -> str | None:
+        """No call runs: what invariant is broken, or None."""
+        ...
+
+    def stop(self) -> None: ...
+
+
+def concurrent_ops(level: int) -> tuple[OpSpec, ...]:
+    """The operations a concurrent run at ``level`` draws from."""
+    if level not in CONCURRENT_LEVELS:
+        raise MisuseError(f"concurrent runs are at levels {CONCURRENT_LEVELS}, not {level}")
+    return tuple(s for s in ops_at(level) if s.name not in NOT_CONCURRENT)
+
+
+CONTENDED: dict[str, int] = {
+    "register": 4, "unregister": 4, "acquire": 4, "release": 4,
+    "advance_clock": 2, "update_stage_role": 2,
+}
+"""How much more often than the others a run calls these: the operations that change the list,
+the map and the references, and the ones that start heartbeats; races are between them."""
+
+
+def random_op(rng: random.Random, specs: Sequence[OpSpec], tasks: Sequence[str]) -> Op:
+    """One operation (``CONTENDED`` ones more often), with arguments drawn from their domains
+    (tasks from ``tasks``)."""
+    spec = rng.choices(specs, [CONTENDED.get(s.name, 1) for s in specs])[0]
+    return Op.of(
+        spec.name,
+        **{
+            p.name: rng.choice(tasks if p.kind == "task" else p.domain)
+            for p in spec.params
+        },
+    )
+
+
+@attrs.frozen
+class Run:
+    """A recorded concurrent run."""
+
+    history: History[Call, Json]
+    level: int
+    violations: tuple[str, ...] = ()
+    """What the invariant check found broken at a quiescent point (one line per finding)."""
+    errors: tuple[str, ...] = ()
+    """Calls that raised instead of responding (the call is pending in the history)."""
+
+
+def _client(
+    target: ConcurrentTarget,
+    client: int,
+    plan: Sequence[Op],
+    origin: int,
+    start: threading.Barrier,
+    out: list[Operation[Call, Json]],
+    errors: list[str],
+) -> None:
+    start.wait()
+    for op in plan:
+        invoked = time.monotonic_ns() - origin
+        try:
+            result = target.call_as(client, op)
+        except Exception as error:  # the run goes on; the call never responded
+            errors.append(f"client {client}: {op!r} raised {type(error).__name__}: {error}")
+            out.append(Operation(client, invoked, None, Call(client, op)))
+            return
+        returned = time.monotonic_ns() - origin
+        out.append(Operation(client, invoked, returned, Call(client, op), result))
+
+
+def run_concurrent(
+    target: ConcurrentTarget,
+    *,
+    level: int = 2,
+    clients: int = 3,
+    ops: int = 10,
+    rounds: int = 2,
+    seed: int = 0,
+    tasks: Sequence[str] = DEFAULT_TASKS,
+) -> Run:
+    """Start ``target`` at ``level`` and record ``rounds`` rounds of ``clients`` x ``ops`` calls."""
+    if clients < 1 or ops < 0 or rounds < 1:
+        raise MisuseError(
+            f"a concurrent run needs clients >= 1, ops >= 0, rounds >= 1; got {clients}, "
+            f"{ops}, {rounds}"
+        )
+    specs = concurrent_ops(level)
+    rngs = [random.Random(f"{seed}/{client}") for client in range(clients)]
+    target.start(level)
+    operations: list[Operation[Call, Json]] = []
+    violations: list[str] = []
+    errors: list[str] = []
+    origin = time.monotonic_ns()
+    try:
+        for round_ in range(rounds):
+            plans = [[random_op(rng, specs, tasks) for _ in range(ops)] for rng in rngs]
+            start = threading.Barrier(clients)
+            outs: list[list[Operation[Call, Json]]] = [[] for _ in range(clients)]
+            threads = [
+                threading.Thread(
+                    target=_client,
+                    args=(target, client, plans[client], origin, start, outs[client], errors),
+                )
+                for client in range(clients)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            for out in outs:
+                operations.extend(out)
+            broken = target.quiescent()
+            if broken is not None:
+                violations.append(f"after round {round_}: {broken}")
+            if errors:
+                break
+    finally:
+        target.stop()
+    return Run(History(tuple(operations)), level, tuple(violations), tuple(errors))
+
+
+def check_run(
+    run: Run,
+    *,
+    semantics: Semantics | str = Semantics.INTENDED,
+    budget: int = DEFAULT_BUDGET,
+    shrink: bool = True,
+) -> Verdict:
+    """Is the run's history linearizable with respect to the reference in ``semantics``?"""
+    return check(reference_spec(run.level, semantics), run.history, budget=budget, shrink=shrink)
+
+
+@attrs.frozen
+class Hunt:
+    """The outcome of running histories until one fails."""
+
+    runs: int
+    """Histories recorded (the last is the failing one, if any)."""
+    run: Run | None = None
+    verdict: Verdict | None = None
+    """The failing run's verdict (None when the failure is an invariant or an error alone)."""
+
+    @property
+    def failed(self) -> bool:
+        return self.run is not None
+
+
+def hunt(
+    target: Callable[[], ConcurrentTarget],
+    *,
+    histories: int,
+    seed: int = 0,
+    semantics: Semantics | str = Semantics.INTENDED,
+    budget: int = DEFAULT_BUDGET,
+    **options: object,
+) -> Hunt:
+    """Record and check up to ``histories`` runs (seeds ``seed``, ``seed + 1``, ...) on fresh
+    targets; stop at the first that is not linearizable, breaks an invariant or raises. A run
+    whose check runs out of budget (UNKNOWN) does not count as a failure."""
+    for index in range(histories):
+        run = run_concurrent(target(), seed=seed + index, **options)  # type: ignore[arg-type]
+        verdict = check_run(run, semantics=semantics, budget=budget)
+        if verdict.outcome is Outcome.NOT_LINEARIZABLE:
+            return Hunt(index + 1, run, verdict)
+        if run.violations or run.errors:
+            return Hunt(index + 1, run, None)
+    return Hunt(histories, None, None)
