@@ -30,6 +30,7 @@ from statemeta.semantics import Semantics
 
 __all__ = [
     "CONTENDED",
+    "DEFAULT_HISTORIES",
     "DEFAULT_TASKS",
     "NOT_CONCURRENT",
     "ConcurrentTarget",
@@ -44,6 +45,9 @@ __all__ = [
 
 NOT_CONCURRENT = frozenset({"close_reopen", "crash_reopen"})
 """Operations a concurrent run never calls (they replace the meta)."""
+
+DEFAULT_HISTORIES = 100
+"""How many runs a hunt records before it calls an implementation linearizable."""
 
 DEFAULT_TASKS = ("s1", "s2", "s3")
 """The slots a run's calls name: few, so that the clients contend for them."""
@@ -132,7 +136,7 @@ def run_concurrent(
     *,
     level: int = 2,
     clients: int = 3,
-    ops: int = 10,
+    ops: int = 20,
     rounds: int = 2,
     seed: int = 0,
     tasks: Sequence[str] = DEFAULT_TASKS,
@@ -207,7 +211,7 @@ class Hunt:
 def hunt(
     target: Callable[[], ConcurrentTarget],
     *,
-    histories: int,
+    histories: int = DEFAULT_HISTORIES,
     seed: int = 0,
     semantics: Semantics | str = Semantics.INTENDED,
     budget: int = DEFAULT_BUDGET,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -29,8 +29,30 @@ WINDOW_S = 0.002
 """How long each broken facade sleeps inside the window its missing lock leaves open."""
 
 
-def _core(facade: ThreadSafeStreamMeta) -> MetaCore:
-    return facade.core._core  # the variants reach in on purpose
+class _TwoHoldsCore(MetaCore):
+    """Register in two steps: list the id (if not mapped), then map it trusting the first."""
+
+    def list_id(self, task: StreamTask) -> bool:
+        if task.id in self.state.entries:
+            return False
+        self.state.ids.append(task.id)
+        return True
+
+    def map_listed(self, task: StreamTask, ver: int) -> bool:
+        expanded = self.expand(task, 1 if task.fill_history else ver)
+        self.state.ids.remove(task.id)  # _add_entry lists it again, in its place
+        self._durably([self.codec.record(expanded)], (), lambda: self._add_entry(expanded, ver))
+        return True
+
+
+class _TwoHoldsMeta(StreamMeta):
+    core_class = _TwoHoldsCore
+
+    def list_id(self, task: StreamTask) -> bool:
+        return self._op("register", cast(_TwoHoldsCore, self._core).list_id, task)
+
+    def map_listed(self, task: StreamTask, ver: int) -> bool:
+        return self._op("register", cast(_TwoHoldsCore, self._core).map_listed, task, ver)
 
 
 class RegisterTwoHolds(ThreadSafeStreamMeta):
@@ -38,28 +60,14 @@ class RegisterTwoHolds(ThreadSafeStreamMeta):
     second: two registers of one id both pass the check, both map it, both return true, and
     the id is listed twice."""
 
+    meta_class = _TwoHoldsMeta
+
     def register(self, task: StreamTask, ver: int) -> bool:
-        core = _core(self)
-
-        def list_it() -> bool:
-            if task.id in core.state.entries:
-                return False
-            core.state.ids.append(task.id)
-            return True
-
-        if not self._write(list_it):
+        meta = cast(_TwoHoldsMeta, self.core)
+        if not self._write(lambda: meta.list_id(task)):
             return False
         time.sleep(WINDOW_S)
-
-        def map_it() -> bool:
-            expanded = core.expand(task, 1 if task.fill_history else ver)
-            core.state.ids.remove(task.id)  # _add_entry lists it again, in its place
-            core._durably(
-                [core.codec.record(expanded)], (), lambda: core._add_entry(expanded, ver)
-            )
-            return True
-
-        return self._write(lambda: self.core._op("register", map_it))
+        return self._write(lambda: meta.map_listed(task, ver))
 
 
 class AcquireStatusUnlocked(ThreadSafeStreamMeta):
@@ -68,7 +76,7 @@ class AcquireStatusUnlocked(ThreadSafeStreamMeta):
     entry, and the handle's release then finds nothing to release."""
 
     def acquire(self, stream_id: int, task_id: int) -> TaskHandle | None:
-        entry = _core(self).state.entries.get(TaskId(stream_id, task_id))
+        entry = self.core.state.entries.get(TaskId(stream_id, task_id))  # no lock
         if entry is None or should_stop(entry.lifecycle.status):
             return None
         time.sleep(WINDOW_S)
@@ -100,6 +108,9 @@ class _TornListCore(MetaCore):
 class _TornListMeta(StreamMeta):
     core_class = _TornListCore
 
+    def build_from(self, torn: list[TaskId] | None) -> None:
+        cast(_TornListCore, self._core).torn = torn
+
 
 class HeartbeatListUnlocked(ThreadSafeStreamMeta):
     """The heartbeat builder walks the task list without the read lock (a timer's advance
@@ -110,9 +121,8 @@ class HeartbeatListUnlocked(ThreadSafeStreamMeta):
     meta_class = _TornListMeta
 
     def advance(self, ms: int) -> int:
-        core = _core(self)
-        assert isinstance(core, _TornListCore)
-        ids = core.state.ids
+        meta = cast(_TornListMeta, self.core)
+        ids = meta.state.ids
         torn: list[TaskId] = []
         index = 0
         while True:
@@ -124,11 +134,11 @@ class HeartbeatListUnlocked(ThreadSafeStreamMeta):
             time.sleep(WINDOW_S)
 
         def body() -> int:
-            core.torn = torn
+            meta.build_from(torn)
             try:
                 return super(HeartbeatListUnlocked, self).advance(ms)
             finally:
-                core.torn = None
+                meta.build_from(None)
 
         return self._write(body)
 
