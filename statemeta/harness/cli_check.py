@@ -43,6 +43,9 @@ from statemeta.cli_args import (
 )
 from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
+from statemeta.harness.concurrent_run import recheck
+from statemeta.harness.linearizability import Outcome as LinOutcome
+from statemeta.harness.linearizability import format_verdict
 from statemeta.harness.machine import Divergence, build_machine, run_machine
 from statemeta.harness.minimize import minimize, without_shrinking
 from statemeta.harness.operations import LEVELS, Op
@@ -266,6 +269,12 @@ def configure_replay(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", type=Path, metavar="TRACE", help="a trace written by check")
     _add_sut(parser, required=False)
     add_semantics(parser, default=None)
+    parser.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="check the trace's concurrent history against the reference again (no "
+        "implementation runs: an interleaving cannot be replayed)",
+    )
 
 
 def _handshake(sut: SubprocessAdapter, level: int) -> str | None:
@@ -378,6 +387,8 @@ def run_replay_command(args: argparse.Namespace) -> int:
     except MisuseError as error:
         print(f"could not run: {error}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
+    if args.concurrent:
+        return _recheck(recorded, args)
     command = args.sut or recorded.sut
     trace: Trace | None = None
     with _interruptible() as received, SubprocessAdapter(command, timeout=args.timeout) as sut:
@@ -408,6 +419,25 @@ def run_replay_command(args: argparse.Namespace) -> int:
     print(format_trace(trace))
     print(f"\nstill fails: {args.trace} ({command})")
     return EXIT_FAILED
+
+
+def _recheck(recorded: Trace, args: argparse.Namespace) -> int:
+    """``statemeta replay --concurrent``: the history's verdict now."""
+    try:
+        verdict = recheck(recorded, semantics=args.semantics)
+    except MisuseError as error:
+        print(f"could not run: {error}", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
+    assert recorded.history is not None
+    semantics = Semantics.of(args.semantics or recorded.semantics)
+    print(format_verdict(verdict, recorded.history))
+    if verdict.outcome is LinOutcome.NOT_LINEARIZABLE:
+        print(f"\nstill fails: {args.trace} ({semantics.value} semantics)")
+        return EXIT_FAILED
+    if verdict.outcome is LinOutcome.UNKNOWN:
+        return EXIT_COULD_NOT_RUN
+    print(f"\npasses: the history of {args.trace} is linearizable ({semantics.value} semantics)")
+    return EXIT_CONFORMANT
 
 
 COMMANDS = {

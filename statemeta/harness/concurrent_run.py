@@ -24,8 +24,10 @@ from statemeta.errors import MisuseError
 from statemeta.harness.linearizability import DEFAULT_BUDGET, History, Operation, Verdict, check
 from statemeta.harness.linearizability.checker import Outcome
 from statemeta.harness.linearizability.reference import CONCURRENT_LEVELS, Call, reference_spec
+from statemeta.harness.linearizability.timeline import format_verdict
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import Op, OpSpec, ops_at
+from statemeta.harness.trace import Failure, Trace
 from statemeta.semantics import Semantics
 
 __all__ = [
@@ -38,8 +40,10 @@ __all__ = [
     "Run",
     "check_run",
     "concurrent_ops",
+    "failure_trace",
     "hunt",
     "random_op",
+    "recheck",
     "run_concurrent",
 ]
 
@@ -228,3 +232,37 @@ def hunt(
         if run.violations or run.errors:
             return Hunt(index + 1, run, None)
     return Hunt(histories, None, None)
+
+
+def failure_trace(
+    run: Run,
+    verdict: Verdict | None,
+    *,
+    sut: str,
+    seed: int | None,
+    semantics: Semantics | str = Semantics.INTENDED,
+) -> Trace:
+    """The trace of a failed run: for a linearizability failure, the counterexample as seen at
+    the time it fails (what ``recheck`` checks again); for a broken invariant or a call that
+    raised, the whole history and what was found."""
+    semantics = Semantics.of(semantics)
+    if verdict is not None and verdict.outcome is Outcome.NOT_LINEARIZABLE:
+        shown = run.history.select(verdict.counterexample, verdict.failed_at)
+        again = check(reference_spec(run.level, semantics), shown)
+        failure = Failure("linearizability", format_verdict(again, shown))
+        return Trace(run.level, sut, (), failure, seed, semantics, shown)
+    kind = "invariant" if run.violations else "sut"
+    failure = Failure(kind, "\n".join(run.violations + run.errors))
+    return Trace(run.level, sut, (), failure, seed, semantics, run.history)
+
+
+def recheck(
+    trace: Trace, *, semantics: Semantics | str | None = None, budget: int = DEFAULT_BUDGET
+) -> Verdict:
+    """The trace's history checked again against the reference (in the trace's semantics
+    unless ``semantics`` says otherwise)."""
+    if trace.history is None:
+        raise MisuseError("the trace has no concurrent history (it was not written by a "
+                          "concurrent run): replay it without --concurrent")
+    spec = reference_spec(trace.level, semantics or trace.semantics)
+    return check(spec, trace.history, budget=budget)
