@@ -9,6 +9,11 @@ baseline is the same histories checked with neither, in the same run (a run that
 the default budget counts the time it took: the baseline is then a lower bound). The same
 again with the last read returning a value never written: refuting it, and shrinking the
 counterexample.
+Then the stream-meta reference as the spec (statemeta.harness.linearizability.reference), on
+histories of 1,000 calls from 4 clients recorded from the thread-safe facade (one round of 250
+calls each, at level 2): the median time of ``check``, beside the same histories checked with
+neither memoisation nor partitions under a budget of ``BASELINE_BUDGET`` steps (the baseline
+forks and keys the reference at every step: without a cap it may not end).
 Goal: under 1 s.
 Run: ``python -m benchmarks.bench_linearizability [--quick]``.
 """
@@ -25,6 +30,8 @@ from typing import Any
 import attrs
 
 from benchmarks._table import print_module
+from statemeta.harness.concurrent_run import run_concurrent
+from statemeta.harness.facade_target import FacadeAdapter
 from statemeta.harness.linearizability import (
     History,
     Operation,
@@ -32,6 +39,7 @@ from statemeta.harness.linearizability import (
     SequentialSpec,
     check,
 )
+from statemeta.harness.linearizability.reference import reference_spec
 
 KEYS = 5
 VALUES = 2
@@ -40,6 +48,8 @@ CLIENTS = 4
 OPERATIONS = 1_000
 GAP = 10
 CHECK_GOAL_S = 1.0
+BASELINE_BUDGET = 50_000
+"""Spec steps the reference baseline may spend (about 3 s of forking and keying)."""
 
 Op = tuple[str, int, int]
 State = tuple[int, ...]
@@ -95,6 +105,20 @@ def _median_s(
     return statistics.median(samples)
 
 
+def _reference_median_s(histories: list[Any], **options: Any) -> tuple[float, int]:
+    """The median time of checking against the reference, and how many ran out of budget."""
+    samples, unknown = [], 0
+    for history in histories:
+        spec = reference_spec(2)
+        gc.collect()
+        began = time.perf_counter()
+        verdict = check(spec, history, **options)
+        samples.append(time.perf_counter() - began)
+        assert verdict.outcome is not Outcome.NOT_LINEARIZABLE
+        unknown += verdict.outcome is Outcome.UNKNOWN
+    return statistics.median(samples), unknown
+
+
 def _row(name: str, value: float, baseline: str, baseline_value: float | None,
          goal: str) -> dict[str, Any]:
     ratio = value / baseline_value if baseline_value else None
@@ -119,7 +143,22 @@ def run(quick: bool) -> list[dict[str, Any]]:
              neither, bare, ""),
         _row(f"{title}, one impossible read (memo + partitions, shrink)", _median_s(failing, wrong),
              neither + ", no shrink", bare_failing, goal),
+        *_reference_rows(3 if quick else 7),
     ]
+
+
+def _reference_rows(count: int) -> list[dict[str, Any]]:
+    recorded = [
+        run_concurrent(FacadeAdapter(), clients=CLIENTS, ops=OPERATIONS // CLIENTS, rounds=1,
+                       seed=seed).history
+        for seed in range(count)
+    ]
+    fast, _ = _reference_median_s(recorded)
+    bare, unknown = _reference_median_s(recorded, memoise=False, partition=False,
+                                        budget=BASELINE_BUDGET)
+    capped = f"neither, capped at {BASELINE_BUDGET:,} steps ({unknown}/{count} hit the cap)"
+    title = f"reference spec: {OPERATIONS:,} facade calls, {CLIENTS} clients, level 2"
+    return [_row(f"{title} (memo + partitions)", fast, capped, bare, f"< {CHECK_GOAL_S:.0f} s")]
 
 
 def main() -> None:
