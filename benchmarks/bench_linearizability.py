@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from benchmarks._table import print_module
-from statemeta.harness.concurrent_run import run_concurrent
+from statemeta.harness.concurrent_run import InProcess, run_concurrent
 from statemeta.harness.facade_target import FacadeAdapter
 from statemeta.harness.linearizability import (
     History,
@@ -149,8 +149,8 @@ def run(quick: bool) -> list[dict[str, Any]]:
 
 def _reference_rows(count: int) -> list[dict[str, Any]]:
     recorded = [
-        run_concurrent(FacadeAdapter(), clients=CLIENTS, ops=OPERATIONS // CLIENTS, rounds=1,
-                       seed=seed).history
+        run_concurrent(InProcess(FacadeAdapter()), clients=CLIENTS,
+                       ops=OPERATIONS // CLIENTS, rounds=1, seed=seed).history
         for seed in range(count)
     ]
     fast, _ = _reference_median_s(recorded)

@@ -1,4 +1,5 @@
-"""``python -m statemeta.serve [--variant NAME]``: the reference behind the harness protocol.
+"""``python -m statemeta.serve [--concurrent] [--variant NAME]``: the reference behind the
+harness protocol.
 
 Reads one JSON request per line on stdin, writes one JSON response per line on stdout, until
 stdin ends (docs/harness-protocol.md). Behind it is a ReferenceAdapter, at every level; with
@@ -6,7 +7,8 @@ stdin ends (docs/harness-protocol.md). Behind it is a ReferenceAdapter, at every
 them through the protocol. The served meta does not check its own invariants: the harness
 checks them on the view, as it does for any implementation. Protocol errors are answered with
 a code of ERROR_CODES and the server goes on; an unexpected exception is answered ``internal``
-and its traceback goes to stderr.
+and its traceback goes to stderr. With ``--concurrent``, the thread-safe facade over the
+reference (or a locking variant) serves many clients at once (statemeta.harness.concurrent_serve).
 
 The protocol document's tables are generated from ERROR_CODES, OP_SPECS and the task pool
 (``python -m statemeta.serve --write-doc``; a test keeps the committed doc current).
@@ -25,6 +27,7 @@ from statemeta.cli_args import Parser, add_semantics
 from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
 from statemeta.harness.adapter import PROTOCOL_VERSION
+from statemeta.harness.locking_variants import LOCKING_VARIANTS
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import DOMAINS, LEVELS, OP_SPECS, TASK_POOL, Op, ops_at
 from statemeta.harness.reference import ReferenceAdapter
@@ -94,8 +97,9 @@ class Server:
             return self.adapter.hello()
         if op == "start":
             level = args.get("level")
-            if level not in LEVELS:
-                raise ProtocolError("unsupported_level", f"level {level!r}; levels are {LEVELS}")
+            levels = self.adapter.hello()["levels"]
+            if level not in LEVELS or not isinstance(levels, list) or level not in levels:
+                raise ProtocolError("unsupported_level", f"level {level!r}; levels are {levels}")
             assert isinstance(level, int)
             self.adapter.start(level)
             self.level = level
@@ -243,7 +247,17 @@ def main(argv: list[str] | None = None) -> int:
         description="The reference (or a broken variant) behind the harness protocol, on "
         "stdin/stdout (docs/harness-protocol.md).",
     )
-    parser.add_argument("--variant", choices=sorted(VARIANTS), help="serve this broken variant")
+    parser.add_argument(
+        "--variant",
+        choices=sorted(VARIANTS | LOCKING_VARIANTS),
+        help="serve this broken variant (with --concurrent: a locking variant)",
+    )
+    parser.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="serve the thread-safe facade to many clients at once (requests on a pool of "
+        "threads, answered in any order)",
+    )
     add_semantics(parser, default=Semantics.INTENDED.value)
     parser.add_argument(
         "--write-doc", action="store_true", help="refresh the tables in docs/harness-protocol.md"
@@ -252,6 +266,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_doc:
         stale = refresh_protocol_doc(write=True)
         print(f"{'rewrote' if stale else 'up to date'}: {PROTOCOL_DOC}")
+        return 0
+    wanted = LOCKING_VARIANTS if args.concurrent else VARIANTS
+    if args.variant is not None and args.variant not in wanted:
+        parser.error(
+            f"--variant {args.variant} is not a {'locking ' if args.concurrent else ''}variant "
+            f"(with{'' if args.concurrent else 'out'} --concurrent: {sorted(wanted)})"
+        )
+    if args.concurrent:
+        from statemeta.harness.concurrent_serve import ConcurrentServer
+        from statemeta.harness.facade_target import FacadeAdapter
+
+        facade = FacadeAdapter(args.variant, semantics=args.semantics)
+        ConcurrentServer(facade).serve(sys.stdin, sys.stdout)
         return 0
     adapter = ReferenceAdapter(args.variant, check_invariants=False, semantics=args.semantics)
     Server(adapter).serve(sys.stdin, sys.stdout)

@@ -43,7 +43,7 @@ from statemeta.cli_args import (
 )
 from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
-from statemeta.harness.concurrent_run import recheck
+from statemeta.harness.concurrent_run import Hunt, OverProtocol, failure_trace, hunt, recheck
 from statemeta.harness.linearizability import Outcome as LinOutcome
 from statemeta.harness.linearizability import format_verdict
 from statemeta.harness.machine import Divergence, build_machine, run_machine
@@ -257,6 +257,13 @@ def configure_check(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, help="the run's seed (default: random, printed)")
     parser.add_argument(
+        "--concurrent",
+        type=positive_int,
+        metavar="K",
+        help="K clients at once (the implementation must declare concurrent): --examples "
+        "histories of 2 rounds of --steps calls per client, each checked for linearizability",
+    )
+    parser.add_argument(
         "--trace-out",
         type=output_file,
         default=Path("statemeta-trace.json"),
@@ -331,6 +338,8 @@ def _interrupted(received: list[int], command: str) -> int:
 def run_check_command(args: argparse.Namespace) -> int:
     """``statemeta check``."""
     seed_value = args.seed if args.seed is not None else random.randrange(2**32)
+    if args.concurrent is not None:
+        return _check_concurrent(args, seed_value)
     report: CheckReport | None = None
     with _interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
         problem = _handshake(sut, args.level)
@@ -369,6 +378,54 @@ def run_check_command(args: argparse.Namespace) -> int:
     print(f"\nNOT conformant ({summary}); trace written to {args.trace_out}")
     print(f"replay it: statemeta replay {args.trace_out} --sut {shlex.quote(args.sut)}"
           f" --semantics {args.semantics}")
+    return EXIT_FAILED
+
+
+def _check_concurrent(args: argparse.Namespace, seed_value: int) -> int:
+    """``statemeta check --concurrent K``."""
+    found: Hunt | None = None
+    with _interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
+        problem = _handshake(sut, args.level)
+        if problem is None and not sut.concurrent:
+            problem = f"could not run: {sut.hello()['name']} does not declare concurrent in hello"
+        if problem:
+            print(problem, file=sys.stderr)
+            return EXIT_COULD_NOT_RUN
+        print(
+            f"checking {sut.hello()['name']} ({args.sut}) at level {args.level} for "
+            f"linearizability against the {args.semantics} semantics: {args.examples} histories "
+            f"of {args.concurrent} clients x 2 rounds x {args.steps} calls, seeds from "
+            f"{seed_value}",
+            flush=True,
+        )
+        began = time.monotonic()
+        found = hunt(
+            lambda: OverProtocol(sut),
+            histories=args.examples,
+            seed=seed_value,
+            semantics=args.semantics,
+            level=args.level,
+            clients=args.concurrent,
+            ops=args.steps,
+        )
+    if received:
+        return _interrupted(received, args.sut)
+    assert found is not None
+    summary = f"{found.runs} histories in {time.monotonic() - began:.1f} s"
+    if found.run is None:
+        print(f"linearizable: {summary}")
+        return EXIT_CONFORMANT
+    trace = failure_trace(
+        found.run,
+        found.verdict,
+        sut=args.sut,
+        seed=seed_value + found.runs - 1,
+        semantics=args.semantics,
+    )
+    write_trace(trace, args.trace_out)
+    print(format_trace(trace))
+    print(f"\nNOT linearizable ({summary}); trace written to {args.trace_out}")
+    print(f"check it again: statemeta replay {args.trace_out} --concurrent")
     return EXIT_FAILED
 
 

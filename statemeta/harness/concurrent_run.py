@@ -20,13 +20,14 @@ from typing import Protocol
 
 import attrs
 
-from statemeta.errors import MisuseError
+from statemeta.errors import InvariantViolation, MisuseError, SutError
 from statemeta.harness.linearizability import DEFAULT_BUDGET, History, Operation, Verdict, check
 from statemeta.harness.linearizability.checker import Outcome
 from statemeta.harness.linearizability.reference import CONCURRENT_LEVELS, Call, reference_spec
 from statemeta.harness.linearizability.timeline import format_verdict
-from statemeta.harness.normalize import Json
+from statemeta.harness.normalize import Json, check_view_invariants
 from statemeta.harness.operations import Op, OpSpec, ops_at
+from statemeta.harness.subprocess_adapter import SubprocessAdapter
 from statemeta.harness.trace import Failure, Trace
 from statemeta.semantics import Semantics
 
@@ -37,6 +38,9 @@ __all__ = [
     "NOT_CONCURRENT",
     "ConcurrentTarget",
     "Hunt",
+    "InProcess",
+    "InProcessClient",
+    "OverProtocol",
     "Run",
     "check_run",
     "concurrent_ops",
@@ -62,8 +66,12 @@ class ConcurrentTarget(Protocol):
 
     def start(self, level: int) -> None: ...
 
-    def call_as(self, client: int, op: Op) -> dict[str, Json]:
-        """Run ``op`` for ``client``; called from any thread, one call per client at a time."""
+    def play(
+        self, plans: Sequence[Sequence[Op]], origin: int
+    ) -> tuple[list[Operation[Call, Json]], list[str]]:
+        """Client i makes the calls ``plans[i]`` in order, all clients at once; each call as
+        recorded (times in ns since ``origin``, on ``time.monotonic_ns``), and what failed (a
+        call that failed instead of responding is pending, and its client stops)."""
         ...
 
     def quiescent(self) -> str | None:
@@ -71,6 +79,124 @@ class ConcurrentTarget(Protocol):
         ...
 
     def stop(self) -> None: ...
+
+
+class InProcessClient(Protocol):
+    """An in-process adapter many threads may call, each for one client (FacadeAdapter)."""
+
+    def start(self, level: int) -> None: ...
+
+    def call_as(self, client: int, op: Op) -> dict[str, Json]: ...
+
+    def quiescent(self) -> str | None: ...
+
+    def stop(self) -> None: ...
+
+
+class InProcess:
+    """An in-process adapter driven by one thread per client."""
+
+    def __init__(self, adapter: InProcessClient) -> None:
+        self.adapter = adapter
+
+    def start(self, level: int) -> None:
+        self.adapter.start(level)
+
+    def quiescent(self) -> str | None:
+        return self.adapter.quiescent()
+
+    def stop(self) -> None:
+        self.adapter.stop()
+
+    def play(
+        self, plans: Sequence[Sequence[Op]], origin: int
+    ) -> tuple[list[Operation[Call, Json]], list[str]]:
+        start = threading.Barrier(len(plans))
+        outs: list[list[Operation[Call, Json]]] = [[] for _ in plans]
+        errors: list[str] = []
+        threads = [
+            threading.Thread(target=self._client, args=(client, plan, origin, start, out, errors))
+            for client, (plan, out) in enumerate(zip(plans, outs, strict=True))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return [operation for out in outs for operation in out], errors
+
+    def _client(
+        self,
+        client: int,
+        plan: Sequence[Op],
+        origin: int,
+        start: threading.Barrier,
+        out: list[Operation[Call, Json]],
+        errors: list[str],
+    ) -> None:
+        start.wait()
+        for op in plan:
+            invoked = time.monotonic_ns() - origin
+            try:
+                result = self.adapter.call_as(client, op)
+            except Exception as error:  # the run goes on; the call never responded
+                errors.append(f"client {client}: {op!r} raised {type(error).__name__}: {error}")
+                out.append(Operation(client, invoked, None, Call(client, op)))
+                return
+            returned = time.monotonic_ns() - origin
+            out.append(Operation(client, invoked, returned, Call(client, op), result))
+
+
+class OverProtocol:
+    """An implementation that declared ``concurrent``, over the harness protocol: each client
+    has one request in flight, sent as soon as its previous one is answered."""
+
+    def __init__(self, sut: SubprocessAdapter) -> None:
+        self.sut = sut
+
+    def start(self, level: int) -> None:
+        self.sut.start(level)
+
+    def stop(self) -> None:
+        self.sut.stop()
+
+    def quiescent(self) -> str | None:
+        try:
+            check_view_invariants(self.sut.view())
+        except InvariantViolation as violation:
+            return str(violation)
+        return None
+
+    def play(
+        self, plans: Sequence[Sequence[Op]], origin: int
+    ) -> tuple[list[Operation[Call, Json]], list[str]]:
+        out: list[Operation[Call, Json]] = []
+        in_flight: dict[int, tuple[int, int, Op]] = {}
+        done = [0] * len(plans)
+
+        def send(client: int) -> None:
+            op = plans[client][done[client]]
+            invoked = time.monotonic_ns() - origin
+            in_flight[self.sut.send(op, client)] = (client, invoked, op)
+
+        try:
+            for client, plan in enumerate(plans):
+                if plan:
+                    send(client)
+            while in_flight:
+                request_id, result = self.sut.receive()
+                returned = time.monotonic_ns() - origin
+                client, invoked, op = in_flight.pop(request_id)
+                out.append(Operation(client, invoked, returned, Call(client, op), result))
+                done[client] += 1
+                if done[client] < len(plans[client]):
+                    send(client)
+        except SutError as error:
+            out.extend(
+                Operation(client, invoked, None, Call(client, op))
+                for client, invoked, op in in_flight.values()
+            )
+            return out, [str(error)]
+        return out, []
 
 
 def concurrent_ops(level: int) -> tuple[OpSpec, ...]:
@@ -113,28 +239,6 @@ class Run:
     """Calls that raised instead of responding (the call is pending in the history)."""
 
 
-def _client(
-    target: ConcurrentTarget,
-    client: int,
-    plan: Sequence[Op],
-    origin: int,
-    start: threading.Barrier,
-    out: list[Operation[Call, Json]],
-    errors: list[str],
-) -> None:
-    start.wait()
-    for op in plan:
-        invoked = time.monotonic_ns() - origin
-        try:
-            result = target.call_as(client, op)
-        except Exception as error:  # the run goes on; the call never responded
-            errors.append(f"client {client}: {op!r} raised {type(error).__name__}: {error}")
-            out.append(Operation(client, invoked, None, Call(client, op)))
-            return
-        returned = time.monotonic_ns() - origin
-        out.append(Operation(client, invoked, returned, Call(client, op), result))
-
-
 def run_concurrent(
     target: ConcurrentTarget,
     *,
@@ -161,26 +265,14 @@ def run_concurrent(
     try:
         for round_ in range(rounds):
             plans = [[random_op(rng, specs, tasks) for _ in range(ops)] for rng in rngs]
-            start = threading.Barrier(clients)
-            outs: list[list[Operation[Call, Json]]] = [[] for _ in range(clients)]
-            threads = [
-                threading.Thread(
-                    target=_client,
-                    args=(target, client, plans[client], origin, start, outs[client], errors),
-                )
-                for client in range(clients)
-            ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            for out in outs:
-                operations.extend(out)
+            played, failed = target.play(plans, origin)
+            operations.extend(played)
+            errors.extend(failed)
+            if failed:
+                break
             broken = target.quiescent()
             if broken is not None:
                 violations.append(f"after round {round_}: {broken}")
-            if errors:
-                break
     finally:
         target.stop()
     return Run(History(tuple(operations)), level, tuple(violations), tuple(errors))

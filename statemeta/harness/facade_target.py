@@ -54,7 +54,12 @@ class FacadeAdapter(ReferenceAdapter):
         name = "statemeta-facade" + (
             "" if self.locking_variant is None else f"[{self.locking_variant}]"
         )
-        return {**super().hello(), "name": name, "levels": list(CONCURRENT_LEVELS)}
+        return {
+            **super().hello(),
+            "name": name,
+            "levels": list(CONCURRENT_LEVELS),
+            "concurrent": True,
+        }
 
     def start(self, level: int) -> None:
         if level not in CONCURRENT_LEVELS:
@@ -62,9 +67,13 @@ class FacadeAdapter(ReferenceAdapter):
         self._clients = {}
         super().start(level)
 
+    def as_client(self, client: int) -> None:
+        """The calling thread's calls are ``client``'s from now on (until told otherwise)."""
+        self._local.client = client
+
     def call_as(self, client: int, op: Op) -> dict[str, Json]:
         """``call(op)`` as ``client`` (any thread; one call per client at a time)."""
-        self._local.client = client
+        self.as_client(client)
         return self.call(op)
 
     @property

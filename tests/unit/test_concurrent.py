@@ -1,4 +1,4 @@
-"""Concurrent histories against the reference: hand-written ones, the facade, its locking variants."""
+"""Concurrent histories against the reference: hand-written, the facade, its locking variants."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from statemeta.errors import MisuseError
 from statemeta.harness.concurrent_run import (
     DEFAULT_HISTORIES,
+    InProcess,
     check_run,
     concurrent_ops,
     hunt,
@@ -91,14 +92,14 @@ def test_reopen_is_not_a_concurrent_operation_and_level_1_is_not_concurrent() ->
 @pytest.mark.parametrize("level", [2, 3])
 def test_the_facade_passes_concurrent_histories(level: int) -> None:
     for seed in range(8):
-        run = run_concurrent(FacadeAdapter(), level=level, clients=3, seed=seed)
+        run = run_concurrent(InProcess(FacadeAdapter()), level=level, clients=3, seed=seed)
         assert run.violations == () and run.errors == ()
         assert check_run(run).outcome is Outcome.LINEARIZABLE, seed
 
 
 @pytest.mark.parametrize("variant", sorted(LOCKING_VARIANTS))
 def test_every_locking_variant_is_caught_in_process(variant: str) -> None:
-    found = hunt(lambda: FacadeAdapter(variant), histories=DEFAULT_HISTORIES, level=2)
+    found = hunt(lambda: InProcess(FacadeAdapter(variant)), histories=DEFAULT_HISTORIES, level=2)
     assert found.failed, variant
     assert found.run is not None
     if variant == "register_two_holds":  # its race needs two calls: so does its shrunk history
