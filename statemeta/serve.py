@@ -8,7 +8,12 @@ them through the protocol. The served meta does not check its own invariants: th
 checks them on the view, as it does for any implementation. Protocol errors are answered with
 a code of ERROR_CODES and the server goes on; an unexpected exception is answered ``internal``
 and its traceback goes to stderr. With ``--concurrent``, the thread-safe facade over the
-reference (or a locking variant) serves many clients at once (statemeta.harness.concurrent_serve).
+reference (or a locking variant) serves many clients at once: the handshake declares
+``"concurrent": true``; an operation request that names its ``client`` is handed to a pool of
+``WORKERS`` threads and answered when it is done, so responses come in any order (each names its
+request's id); each client's handles are its own (FacadeAdapter). A request without a client
+(hello, start, stop, view, or an operation that names none) waits until every request in flight
+is answered, then is answered in turn: the harness sends those only when no call is running.
 
 The protocol document's tables are generated from ERROR_CODES, OP_SPECS and the task pool
 (``python -m statemeta.serve --write-doc``; a test keeps the committed doc current).
@@ -18,8 +23,10 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TextIO
 
@@ -27,6 +34,7 @@ from statemeta.cli_args import Parser, add_semantics
 from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
 from statemeta.harness.adapter import PROTOCOL_VERSION
+from statemeta.harness.facade_target import FacadeAdapter
 from statemeta.harness.locking_variants import LOCKING_VARIANTS
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import DOMAINS, LEVELS, OP_SPECS, TASK_POOL, Op, ops_at
@@ -35,7 +43,16 @@ from statemeta.harness.subprocess_adapter import pool_json
 from statemeta.harness.variants import VARIANTS
 from statemeta.semantics import Semantics
 
-__all__ = ["ERROR_CODES", "PROTOCOL_DOC", "ProtocolError", "Server", "main", "refresh_protocol_doc"]
+__all__ = [
+    "ERROR_CODES",
+    "PROTOCOL_DOC",
+    "WORKERS",
+    "ConcurrentServer",
+    "ProtocolError",
+    "Server",
+    "main",
+    "refresh_protocol_doc",
+]
 
 ERROR_CODES: dict[str, str] = {
     "bad_request": 'the line is not a JSON object with an integer "id", an "op" string and an '
@@ -137,6 +154,63 @@ def _parse(request: object) -> tuple[str, dict[str, Json]]:
     ):
         raise ProtocolError("bad_request", f"{json.dumps(request)[:200]}")
     return request["op"], request.get("args", {})
+
+
+# -- many clients at once -----------------------------------------------------------------------
+
+WORKERS = 8
+"""Threads that run the clients' requests."""
+
+
+class ConcurrentServer(Server):
+    """A Server whose operation requests run on a thread pool, each as its client."""
+
+    adapter: FacadeAdapter
+
+    def __init__(self, adapter: FacadeAdapter) -> None:
+        super().__init__(adapter)
+        self._out = threading.Lock()
+
+    def serve(self, lines: Iterable[str], out: TextIO) -> None:
+        """Answers every non-blank line; a client's request on the pool, the rest in turn."""
+        in_flight: set[Future[None]] = set()
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="statemeta-client") as pool:
+            for line in lines:
+                if not line.strip():
+                    continue
+                client = _client(line)
+                if client is None:
+                    wait(in_flight)
+                    in_flight.clear()
+                    self._write(out, self.respond(line))
+                    continue
+                in_flight = {f for f in in_flight if not f.done()}
+                in_flight.add(pool.submit(self._as_client, client, line, out))
+            wait(in_flight)
+
+    def _as_client(self, client: int, line: str, out: TextIO) -> None:
+        self.adapter.as_client(client)
+        self._write(out, self.respond(line))
+
+    def _write(self, out: TextIO, response: dict[str, Json]) -> None:
+        text = json.dumps(response, separators=(",", ":")) + "\n"
+        with self._out:
+            out.write(text)
+            out.flush()
+
+
+def _client(line: str) -> int | None:
+    """The client a request names (None: none, or not a request Server.respond would run)."""
+    try:
+        request = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(request, dict) or request.get("op") in {"hello", "start", "stop", "view"}:
+        return None
+    client = request.get("client")
+    if isinstance(client, bool) or not isinstance(client, int) or client < 0:
+        return None
+    return client
 
 
 # -- the protocol document's tables --------------------------------------------------------------
@@ -274,9 +348,6 @@ def main(argv: list[str] | None = None) -> int:
             f"(with{'' if args.concurrent else 'out'} --concurrent: {sorted(wanted)})"
         )
     if args.concurrent:
-        from statemeta.harness.concurrent_serve import ConcurrentServer
-        from statemeta.harness.facade_target import FacadeAdapter
-
         facade = FacadeAdapter(args.variant, semantics=args.semantics)
         ConcurrentServer(facade).serve(sys.stdin, sys.stdout)
         return 0
