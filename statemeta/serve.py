@@ -258,6 +258,10 @@ def _variants_markdown() -> str:
     return "\n".join(f"- `{v.name}`: {v.doc}" for v in VARIANTS.values())
 
 
+def _locking_variants_markdown() -> str:
+    return "\n".join(f"- `{v.name}`: {v.doc}" for v in LOCKING_VARIANTS.values())
+
+
 _EXAMPLE_REQUESTS: tuple[tuple[str, dict[str, Json]], ...] = (
     ("hello", {"protocol": PROTOCOL_VERSION}),
     ("start", {"level": 1, "pool": pool_json()}),
@@ -303,6 +307,7 @@ _SECTIONS: dict[str, Callable[[], str]] = {
     "protocol-pool": _pool_markdown,
     "protocol-errors": _errors_markdown,
     "protocol-variants": _variants_markdown,
+    "protocol-locking-variants": _locking_variants_markdown,
 }
 
 
