@@ -33,7 +33,10 @@ from statemeta.semantics import Semantics
 
 __all__ = [
     "CONTENDED",
+    "DEFAULT_CLIENTS",
     "DEFAULT_HISTORIES",
+    "DEFAULT_OPS",
+    "DEFAULT_ROUNDS",
     "DEFAULT_TASKS",
     "NOT_CONCURRENT",
     "ConcurrentTarget",
@@ -54,6 +57,10 @@ __all__ = [
 NOT_CONCURRENT = frozenset({"close_reopen", "crash_reopen"})
 """Operations a concurrent run never calls (they replace the meta)."""
 
+DEFAULT_CLIENTS = 3
+DEFAULT_OPS = 20
+"""Calls per client per round."""
+DEFAULT_ROUNDS = 2
 DEFAULT_HISTORIES = 100
 """How many runs a hunt records before it calls an implementation linearizable."""
 
@@ -243,9 +250,9 @@ def run_concurrent(
     target: ConcurrentTarget,
     *,
     level: int = 2,
-    clients: int = 3,
-    ops: int = 20,
-    rounds: int = 2,
+    clients: int = DEFAULT_CLIENTS,
+    ops: int = DEFAULT_OPS,
+    rounds: int = DEFAULT_ROUNDS,
     seed: int = 0,
     tasks: Sequence[str] = DEFAULT_TASKS,
 ) -> Run:
@@ -311,13 +318,21 @@ def hunt(
     seed: int = 0,
     semantics: Semantics | str = Semantics.INTENDED,
     budget: int = DEFAULT_BUDGET,
-    **options: object,
+    level: int = 2,
+    clients: int = DEFAULT_CLIENTS,
+    ops: int = DEFAULT_OPS,
+    rounds: int = DEFAULT_ROUNDS,
+    tasks: Sequence[str] = DEFAULT_TASKS,
 ) -> Hunt:
     """Record and check up to ``histories`` runs (seeds ``seed``, ``seed + 1``, ...) on fresh
-    targets; stop at the first that is not linearizable, breaks an invariant or raises. A run
-    whose check runs out of budget (UNKNOWN) does not count as a failure."""
+    targets (the run's options as ``run_concurrent``'s); stop at the first that is not
+    linearizable, breaks an invariant or raises. A run whose check runs out of budget (UNKNOWN)
+    does not count as a failure."""
     for index in range(histories):
-        run = run_concurrent(target(), seed=seed + index, **options)  # type: ignore[arg-type]
+        run = run_concurrent(
+            target(), level=level, clients=clients, ops=ops, rounds=rounds, seed=seed + index,
+            tasks=tasks,
+        )
         verdict = check_run(run, semantics=semantics, budget=budget)
         if verdict.outcome is Outcome.NOT_LINEARIZABLE:
             return Hunt(index + 1, run, verdict)
