@@ -107,3 +107,10 @@ def test_every_locking_variant_is_caught_in_process(variant: str) -> None:
         shown = found.verdict.counterexample
         clients = {found.run.history.operations[i].client for i in shown}
         assert len(shown) <= 8 and len(clients) <= 2
+
+
+def test_the_facade_in_seed_semantics_passes_against_the_seed_reference() -> None:
+    found = hunt(
+        lambda: InProcess(FacadeAdapter(semantics="seed")), histories=5, semantics="seed", level=3
+    )
+    assert not found.failed
