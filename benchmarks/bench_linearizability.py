@@ -13,7 +13,10 @@ Then the stream-meta reference as the spec (statemeta.harness.linearizability.re
 histories of 1,000 calls from 4 clients recorded from the thread-safe facade (one round of 250
 calls each, at level 2): the median time of ``check``, beside the same histories checked with
 neither memoisation nor partitions under a budget of ``BASELINE_BUDGET`` steps (the baseline
-forks and keys the reference at every step: without a cap it may not end).
+forks and keys the reference at every step: without a cap it may not end); and the same with
+the last completed call's result replaced by one no operation gives, refuted (no goal: a
+refutation must rule out every order of the whole history, at the cost of a fork and a key per
+step; shrinking it costs many such checks more).
 Goal: under 1 s.
 Run: ``python -m benchmarks.bench_linearizability [--quick]``.
 """
@@ -105,7 +108,9 @@ def _median_s(
     return statistics.median(samples)
 
 
-def _reference_median_s(histories: list[Any], **options: Any) -> tuple[float, int]:
+def _reference_median_s(
+    histories: list[Any], expected: Outcome, **options: Any
+) -> tuple[float, int]:
     """The median time of checking against the reference, and how many ran out of budget."""
     samples, unknown = [], 0
     for history in histories:
@@ -114,7 +119,7 @@ def _reference_median_s(histories: list[Any], **options: Any) -> tuple[float, in
         began = time.perf_counter()
         verdict = check(spec, history, **options)
         samples.append(time.perf_counter() - began)
-        assert verdict.outcome is not Outcome.NOT_LINEARIZABLE
+        assert verdict.outcome in (expected, Outcome.UNKNOWN), verdict.outcome
         unknown += verdict.outcome is Outcome.UNKNOWN
     return statistics.median(samples), unknown
 
@@ -153,12 +158,31 @@ def _reference_rows(count: int) -> list[dict[str, Any]]:
                        ops=OPERATIONS // CLIENTS, rounds=1, seed=seed).history
         for seed in range(count)
     ]
-    fast, _ = _reference_median_s(recorded)
-    bare, unknown = _reference_median_s(recorded, memoise=False, partition=False,
-                                        budget=BASELINE_BUDGET)
-    capped = f"neither, capped at {BASELINE_BUDGET:,} steps ({unknown}/{count} hit the cap)"
+    failing = [with_impossible_result(history) for history in recorded]
+    ok, wrong = Outcome.LINEARIZABLE, Outcome.NOT_LINEARIZABLE
     title = f"reference spec: {OPERATIONS:,} facade calls, {CLIENTS} clients, level 2"
-    return [_row(f"{title} (memo + partitions)", fast, capped, bare, f"< {CHECK_GOAL_S:.0f} s")]
+    goal = f"< {CHECK_GOAL_S:.0f} s"
+    rows = []
+    for name, histories, expected, target in (
+        ("(memo + partitions)", recorded, ok, goal),
+        ("one impossible result, refuted (memo + partitions, no shrink)", failing, wrong, ""),
+    ):
+        fast, _ = _reference_median_s(histories, expected, shrink=False)
+        bare, unknown = _reference_median_s(histories, expected, memoise=False,
+                                            partition=False, shrink=False,
+                                            budget=BASELINE_BUDGET)
+        capped = f"neither, no shrink, capped at {BASELINE_BUDGET:,} steps ({unknown}/" \
+                 f"{len(histories)} hit the cap)"
+        rows.append(_row(f"{title}, {name}", fast, capped, bare, target))
+    return rows
+
+
+def with_impossible_result(history: History[Any, Any]) -> History[Any, Any]:
+    """The history with its last completed call answering an error no operation raises."""
+    index = max(i for i, op in enumerate(history.operations) if not op.pending)
+    operations = list(history.operations)
+    operations[index] = attrs.evolve(operations[index], result={"error": "Impossible"})
+    return History(tuple(operations))
 
 
 def main() -> None:
