@@ -15,7 +15,7 @@ from statemeta.harness.concurrent_run import (
 )
 from statemeta.harness.facade_target import FacadeAdapter
 from statemeta.harness.linearizability import History, Operation, Outcome, check
-from statemeta.harness.linearizability.reference import Call, reference_spec
+from statemeta.harness.linearizability.reference import Call, history_from_json, reference_spec
 from statemeta.harness.locking_variants import LOCKING_VARIANTS
 from statemeta.harness.operations import OP_SPECS, Op
 
@@ -114,3 +114,18 @@ def test_the_facade_in_seed_semantics_passes_against_the_seed_reference() -> Non
         lambda: InProcess(FacadeAdapter(semantics="seed")), histories=5, semantics="seed", level=3
     )
     assert not found.failed
+
+
+def test_a_history_of_calls_reads_back_and_bad_ones_are_refused() -> None:
+    history = History((
+        Operation(0, 0, 4, call(0, "register", task="s1"), OK_TRUE),
+        Operation(1, 1, None, call(1, "acquire", task="s1")),
+    ))
+    obj = history.to_json(Call.to_json)
+    assert history_from_json(obj) == history
+    obj["operations"][0]["op"]["client"] = 1
+    with pytest.raises(MisuseError, match=r"operations\[0\].*client 1"):
+        history_from_json(obj)
+    obj["operations"][0]["op"]["client"] = True
+    with pytest.raises(MisuseError, match=r"operations\[0\]"):
+        history_from_json(obj)

@@ -52,7 +52,8 @@ class Call:
 
     @classmethod
     def from_json(cls, obj: object) -> Call:
-        if not isinstance(obj, dict) or not isinstance(obj.get("client"), int):
+        client = obj.get("client") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict) or isinstance(client, bool) or not isinstance(client, int):
             raise MisuseError(
                 f"a call is {{'client': int, 'op': name, 'args': {{...}}}}, got {obj!r}"
             )
@@ -79,8 +80,16 @@ class RefState:
 
 
 def history_from_json(obj: object, *, where: str = "history") -> History[Call, Json]:
-    """A history of calls of the operation table, as ``History.to_json(Call.to_json)`` wrote it."""
-    return History.from_json(obj, Call.from_json, where=where)
+    """A history of calls of the operation table, as ``History.to_json(Call.to_json)`` wrote it
+    (each call naming the client of its operation)."""
+    history: History[Call, Json] = History.from_json(obj, Call.from_json, where=where)
+    for index, operation in enumerate(history.operations):
+        if operation.op.client != operation.client:
+            raise MisuseError(
+                f"{where}: operations[{index}]: the call names client {operation.op.client}, "
+                f"the operation client {operation.client}"
+            )
+    return history
 
 
 def reference_spec(
