@@ -101,12 +101,7 @@ def test_the_facade_passes_concurrent_histories(level: int) -> None:
 def test_every_locking_variant_is_caught_in_process(variant: str) -> None:
     found = hunt(lambda: InProcess(FacadeAdapter(variant)), histories=DEFAULT_HISTORIES, level=2)
     assert found.failed, variant
-    assert found.run is not None
-    if variant == "register_two_holds":  # its race needs two calls: so does its shrunk history
-        assert found.verdict is not None
-        shown = found.verdict.counterexample
-        clients = {found.run.history.operations[i].client for i in shown}
-        assert len(shown) <= 8 and len(clients) <= 2
+    assert found.run is not None and found.run.errors == ()  # caught by a check, not a crash
 
 
 def test_the_facade_in_seed_semantics_passes_against_the_seed_reference() -> None:

@@ -65,6 +65,7 @@ def test_every_locking_variant_is_caught_over_the_protocol(variant: str) -> None
     with SubprocessAdapter(f"{SERVE} --concurrent --variant {variant}") as sut:
         found = hunt(lambda: OverProtocol(sut), histories=DEFAULT_HISTORIES, level=2)
     assert found.failed, variant
+    assert found.run is not None and found.run.errors == ()  # caught by a check, not a crash
 
 
 def test_send_needs_a_concurrent_implementation() -> None:
