@@ -9,6 +9,14 @@ baseline is the same histories checked with neither, in the same run (a run that
 the default budget counts the time it took: the baseline is then a lower bound). The same
 again with the last read returning a value never written: refuting it, and shrinking the
 counterexample.
+Then the stream-meta reference as the spec (statemeta.harness.linearizability.reference), on
+histories of 1,000 calls from 4 clients recorded from the thread-safe facade (one round of 250
+calls each, at level 2): the median time of ``check``, beside the same histories checked with
+neither memoisation nor partitions under a budget of ``BASELINE_BUDGET`` steps (the baseline
+forks and keys the reference at every step: without a cap it may not end); and the same with
+the last completed call's result replaced by one no operation gives, refuted (no goal: a
+refutation must rule out every order of the whole history, at the cost of a fork and a key per
+step; shrinking it costs many such checks more).
 Goal: under 1 s.
 Run: ``python -m benchmarks.bench_linearizability [--quick]``.
 """
@@ -25,6 +33,8 @@ from typing import Any
 import attrs
 
 from benchmarks._table import print_module
+from statemeta.harness.concurrent_run import InProcess, run_concurrent
+from statemeta.harness.facade_target import FacadeAdapter
 from statemeta.harness.linearizability import (
     History,
     Operation,
@@ -32,6 +42,7 @@ from statemeta.harness.linearizability import (
     SequentialSpec,
     check,
 )
+from statemeta.harness.linearizability.reference import reference_spec
 
 KEYS = 5
 VALUES = 2
@@ -40,6 +51,8 @@ CLIENTS = 4
 OPERATIONS = 1_000
 GAP = 10
 CHECK_GOAL_S = 1.0
+BASELINE_BUDGET = 50_000
+"""Spec steps the reference baseline may spend (about 3 s of forking and keying)."""
 
 Op = tuple[str, int, int]
 State = tuple[int, ...]
@@ -95,6 +108,22 @@ def _median_s(
     return statistics.median(samples)
 
 
+def _reference_median_s(
+    histories: list[Any], expected: Outcome, **options: Any
+) -> tuple[float, int]:
+    """The median time of checking against the reference, and how many ran out of budget."""
+    samples, unknown = [], 0
+    for history in histories:
+        spec = reference_spec(2)
+        gc.collect()
+        began = time.perf_counter()
+        verdict = check(spec, history, **options)
+        samples.append(time.perf_counter() - began)
+        assert verdict.outcome in (expected, Outcome.UNKNOWN), verdict.outcome
+        unknown += verdict.outcome is Outcome.UNKNOWN
+    return statistics.median(samples), unknown
+
+
 def _row(name: str, value: float, baseline: str, baseline_value: float | None,
          goal: str) -> dict[str, Any]:
     ratio = value / baseline_value if baseline_value else None
@@ -119,7 +148,41 @@ def run(quick: bool) -> list[dict[str, Any]]:
              neither, bare, ""),
         _row(f"{title}, one impossible read (memo + partitions, shrink)", _median_s(failing, wrong),
              neither + ", no shrink", bare_failing, goal),
+        *_reference_rows(3 if quick else 7),
     ]
+
+
+def _reference_rows(count: int) -> list[dict[str, Any]]:
+    recorded = [
+        run_concurrent(InProcess(FacadeAdapter()), clients=CLIENTS,
+                       ops=OPERATIONS // CLIENTS, rounds=1, seed=seed).history
+        for seed in range(count)
+    ]
+    failing = [with_impossible_result(history) for history in recorded]
+    ok, wrong = Outcome.LINEARIZABLE, Outcome.NOT_LINEARIZABLE
+    title = f"reference spec: {OPERATIONS:,} facade calls, {CLIENTS} clients, level 2"
+    goal = f"< {CHECK_GOAL_S:.0f} s"
+    rows = []
+    for name, histories, expected, target in (
+        ("(memo + partitions)", recorded, ok, goal),
+        ("one impossible result, refuted (memo + partitions, no shrink)", failing, wrong, ""),
+    ):
+        fast, _ = _reference_median_s(histories, expected, shrink=False)
+        bare, unknown = _reference_median_s(histories, expected, memoise=False,
+                                            partition=False, shrink=False,
+                                            budget=BASELINE_BUDGET)
+        capped = f"neither, no shrink, capped at {BASELINE_BUDGET:,} steps ({unknown}/" \
+                 f"{len(histories)} hit the cap)"
+        rows.append(_row(f"{title}, {name}", fast, capped, bare, target))
+    return rows
+
+
+def with_impossible_result(history: History[Any, Any]) -> History[Any, Any]:
+    """The history with its last completed call answering an error no operation raises."""
+    index = max(i for i, op in enumerate(history.operations) if not op.pending)
+    operations = list(history.operations)
+    operations[index] = attrs.evolve(operations[index], result={"error": "Impossible"})
+    return History(tuple(operations))
 
 
 def main() -> None:

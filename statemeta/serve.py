@@ -1,5 +1,5 @@
-"""``python -m statemeta.serve [--variant NAME] [--observe KEYS]``: the reference behind the
-harness protocol.
+"""``python -m statemeta.serve [--concurrent] [--variant NAME] [--observe KEYS]``: the
+reference behind the harness protocol.
 
 Reads one JSON request per line on stdin, writes one JSON response per line on stdout, until
 stdin ends (docs/harness-protocol.md). Behind it is a ReferenceAdapter, at every level; with
@@ -9,7 +9,13 @@ part of its view (protocol 2), so the harness's handling of declarations is test
 reference itself. The served meta does not check its own invariants: the harness
 checks them on the view, as it does for any implementation. Protocol errors are answered with
 a code of ERROR_CODES and the server goes on; an unexpected exception is answered ``internal``
-and its traceback goes to stderr.
+and its traceback goes to stderr. With ``--concurrent``, the thread-safe facade over the
+reference (or a locking variant) serves many clients at once: the handshake declares
+``"concurrent": true``; an operation request that names its ``client`` is handed to a pool of
+``WORKERS`` threads and answered when it is done, so responses come in any order (each names its
+request's id); each client's handles are its own (FacadeAdapter). A request without a client
+(hello, start, stop, view, or an operation that names none) waits until every request in flight
+is answered, then is answered in turn: the harness sends those only when no call is running.
 
 The protocol document's tables are generated from ERROR_CODES, OP_SPECS, the task pool, the
 observable keys and the invariants' reads (``python -m statemeta.serve --write-doc``; a test
@@ -20,8 +26,10 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TextIO
 
@@ -29,6 +37,8 @@ from statemeta.cli_args import Parser, add_semantics, view_keys
 from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
 from statemeta.harness.adapter import PROTOCOL_VERSION, PROTOCOL_VERSIONS
+from statemeta.harness.facade_target import FacadeAdapter
+from statemeta.harness.locking_variants import LOCKING_VARIANTS
 from statemeta.harness.normalize import Json
 from statemeta.harness.observation import (
     COARSE_FORMS,
@@ -44,7 +54,16 @@ from statemeta.harness.variants import VARIANTS
 from statemeta.invariants import VIEW_INVARIANTS
 from statemeta.semantics import Semantics
 
-__all__ = ["ERROR_CODES", "PROTOCOL_DOC", "ProtocolError", "Server", "main", "refresh_protocol_doc"]
+__all__ = [
+    "ERROR_CODES",
+    "PROTOCOL_DOC",
+    "WORKERS",
+    "ConcurrentServer",
+    "ProtocolError",
+    "Server",
+    "main",
+    "refresh_protocol_doc",
+]
 
 ERROR_CODES: dict[str, str] = {
     "bad_request": 'the line is not a JSON object with an integer "id", an "op" string and an '
@@ -102,8 +121,9 @@ class Server:
             return self._hello(args.get("protocol"))
         if op == "start":
             level = args.get("level")
-            if level not in LEVELS:
-                raise ProtocolError("unsupported_level", f"level {level!r}; levels are {LEVELS}")
+            levels = self.adapter.hello()["levels"]
+            if level not in LEVELS or not isinstance(levels, list) or level not in levels:
+                raise ProtocolError("unsupported_level", f"level {level!r}; levels are {levels}")
             assert isinstance(level, int)
             self.adapter.start(level)
             self.level = level
@@ -155,6 +175,63 @@ def _parse(request: object) -> tuple[str, dict[str, Json]]:
     ):
         raise ProtocolError("bad_request", f"{json.dumps(request)[:200]}")
     return request["op"], request.get("args", {})
+
+
+# -- many clients at once -----------------------------------------------------------------------
+
+WORKERS = 8
+"""Threads that run the clients' requests."""
+
+
+class ConcurrentServer(Server):
+    """A Server whose operation requests run on a thread pool, each as its client."""
+
+    adapter: FacadeAdapter
+
+    def __init__(self, adapter: FacadeAdapter) -> None:
+        super().__init__(adapter)
+        self._out = threading.Lock()
+
+    def serve(self, lines: Iterable[str], out: TextIO) -> None:
+        """Answers every non-blank line; a client's request on the pool, the rest in turn."""
+        in_flight: set[Future[None]] = set()
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="statemeta-client") as pool:
+            for line in lines:
+                if not line.strip():
+                    continue
+                client = _client(line)
+                if client is None:
+                    wait(in_flight)
+                    in_flight.clear()
+                    self._write(out, self.respond(line))
+                    continue
+                in_flight = {f for f in in_flight if not f.done()}
+                in_flight.add(pool.submit(self._as_client, client, line, out))
+            wait(in_flight)
+
+    def _as_client(self, client: int, line: str, out: TextIO) -> None:
+        self.adapter.as_client(client)
+        self._write(out, self.respond(line))
+
+    def _write(self, out: TextIO, response: dict[str, Json]) -> None:
+        text = json.dumps(response, separators=(",", ":")) + "\n"
+        with self._out:
+            out.write(text)
+            out.flush()
+
+
+def _client(line: str) -> int | None:
+    """The client a request names (None: none, or not a request Server.respond would run)."""
+    try:
+        request = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(request, dict) or request.get("op") in {"hello", "start", "stop", "view"}:
+        return None
+    client = request.get("client")
+    if isinstance(client, bool) or not isinstance(client, int) or client < 0:
+        return None
+    return client
 
 
 # -- the protocol document's tables --------------------------------------------------------------
@@ -235,6 +312,10 @@ def _variants_markdown() -> str:
     return "\n".join(f"- `{v.name}`: {v.doc}" for v in VARIANTS.values())
 
 
+def _locking_variants_markdown() -> str:
+    return "\n".join(f"- `{v.name}`: {v.doc}" for v in LOCKING_VARIANTS.values())
+
+
 _EXAMPLE_REQUESTS: tuple[tuple[str, dict[str, Json]], ...] = (
     ("hello", {"protocol": PROTOCOL_VERSION}),
     ("start", {"level": 1, "pool": pool_json()}),
@@ -282,6 +363,7 @@ _SECTIONS: dict[str, Callable[[], str]] = {
     "protocol-variants": _variants_markdown,
     "protocol-observable": _observable_markdown,
     "protocol-invariant-reads": _invariant_reads_markdown,
+    "protocol-locking-variants": _locking_variants_markdown,
 }
 
 
@@ -300,7 +382,17 @@ def main(argv: list[str] | None = None) -> int:
         description="The reference (or a broken variant) behind the harness protocol, on "
         "stdin/stdout (docs/harness-protocol.md).",
     )
-    parser.add_argument("--variant", choices=sorted(VARIANTS), help="serve this broken variant")
+    parser.add_argument(
+        "--variant",
+        choices=sorted(VARIANTS | LOCKING_VARIANTS),
+        help="serve this broken variant (with --concurrent: a locking variant)",
+    )
+    parser.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="serve the thread-safe facade to many clients at once (requests on a pool of "
+        "threads, answered in any order)",
+    )
     add_semantics(parser, default=Semantics.INTENDED.value)
     parser.add_argument(
         "--observe",
@@ -319,6 +411,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_doc:
         stale = refresh_protocol_doc(write=True)
         print(f"{'rewrote' if stale else 'up to date'}: {PROTOCOL_DOC}")
+        return 0
+    wanted = LOCKING_VARIANTS if args.concurrent else VARIANTS
+    if args.variant is not None and args.variant not in wanted:
+        parser.error(
+            f"--variant {args.variant} is not a {'locking ' if args.concurrent else ''}variant "
+            f"(with{'' if args.concurrent else 'out'} --concurrent: {sorted(wanted)})"
+        )
+    if args.concurrent:
+        if args.observe is not None or args.outcomes != "full":
+            parser.error("--observe and --outcomes are for one client: not with --concurrent")
+        facade = FacadeAdapter(args.variant, semantics=args.semantics)
+        ConcurrentServer(facade).serve(sys.stdin, sys.stdout)
         return 0
     adapter = ReferenceAdapter(
         args.variant,

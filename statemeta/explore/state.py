@@ -238,10 +238,10 @@ class StateAbstraction:
         self._store_part(state, store, sigs)
         by_name = self._by_name
         for name, handles in adapter.handles.items():
-            refs = tuple([_handle_ref(entries, detached_rank, h) for h in handles])
+            refs = tuple([handle_ref(entries, detached_rank, h) for h in handles])
             sigs[by_name[name]].append(("handles", refs))
         for name, handle in adapter.given_back.items():
-            sigs[by_name[name]].append(("given_back", _handle_ref(entries, detached_rank, handle)))
+            sigs[by_name[name]].append(("given_back", handle_ref(entries, detached_rank, handle)))
         hb = state.heartbeat
         overall = (
             state.role,
@@ -318,11 +318,13 @@ class StateAbstraction:
         return slot
 
 
-def _handle_ref(
+def handle_ref(
     entries: dict[TaskId, TaskEntry],
     detached_rank: dict[int, int],
     handle: TaskHandle,
 ) -> tuple[str, int] | str:
+    """What ``handle`` names: the live entry, a detached one (by its rank among the detached,
+    in registration order), or nothing."""
     entry = entries.get(handle.id)
     if entry is not None and entry.incarnation == handle.incarnation:
         return "live"

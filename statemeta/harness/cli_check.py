@@ -46,6 +46,9 @@ from statemeta.cli_args import (
 from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.catalogue import NO_MASKS, Catalogue, Entry, Mask, numbered_path
+from statemeta.harness.concurrent_run import Hunt, OverProtocol, failure_trace, hunt, recheck
+from statemeta.harness.linearizability import Outcome as LinOutcome
+from statemeta.harness.linearizability import format_verdict
 from statemeta.harness.machine import Divergence, build_machine, run_machine
 from statemeta.harness.minimize import minimize, without_shrinking
 from statemeta.harness.observation import Observation
@@ -304,6 +307,13 @@ def configure_check(parser: argparse.ArgumentParser) -> None:
         help="print the report as one JSON object on stdout (the rest goes to stderr)",
     )
     parser.add_argument(
+        "--concurrent",
+        type=positive_int,
+        metavar="K",
+        help="K clients at once (the implementation must declare concurrent): --examples "
+        "histories of 2 rounds of --steps calls per client, each checked for linearizability",
+    )
+    parser.add_argument(
         "--trace-out",
         type=output_file,
         default=Path("statemeta-trace.json"),
@@ -330,6 +340,12 @@ def configure_replay(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", type=Path, metavar="TRACE", help="a trace written by check")
     _add_sut(parser, required=False)
     add_semantics(parser, default=None)
+    parser.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="check the trace's concurrent history against the reference again (no "
+        "implementation runs: an interleaving cannot be replayed)",
+    )
 
 
 def _handshake(sut: SubprocessAdapter, level: int) -> str | None:
@@ -386,6 +402,14 @@ def _interrupted(received: list[int], command: str) -> int:
 def run_check_command(args: argparse.Namespace) -> int:
     """``statemeta check``."""
     seed_value = args.seed if args.seed is not None else random.randrange(2**32)
+    if args.concurrent is not None:
+        alone = [f for f, on in (("--keep-going", args.keep_going or args.max_divergences),
+                                 ("--json", args.json)) if on]
+        if alone:
+            print(f"statemeta check: {' and '.join(alone)} not with --concurrent (a concurrent "
+                  "run reports one history)", file=sys.stderr)
+            return EXIT_COULD_NOT_RUN
+        return _check_concurrent(args, seed_value)
     keep_going = None
     if args.keep_going or args.max_divergences is not None:
         keep_going = KeepGoing(args.trace_out, args.max_divergences)
@@ -500,6 +524,54 @@ def check_document(
     return document
 
 
+def _check_concurrent(args: argparse.Namespace, seed_value: int) -> int:
+    """``statemeta check --concurrent K``."""
+    found: Hunt | None = None
+    with _interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
+        problem = _handshake(sut, args.level)
+        if problem is None and not sut.concurrent:
+            problem = f"could not run: {sut.hello()['name']} does not declare concurrent in hello"
+        if problem:
+            print(problem, file=sys.stderr)
+            return EXIT_COULD_NOT_RUN
+        print(
+            f"checking {sut.hello()['name']} ({args.sut}) at level {args.level} for "
+            f"linearizability against the {args.semantics} semantics: {args.examples} histories "
+            f"of {args.concurrent} clients x 2 rounds x {args.steps} calls, seeds from "
+            f"{seed_value}",
+            flush=True,
+        )
+        began = time.monotonic()
+        found = hunt(
+            lambda: OverProtocol(sut),
+            histories=args.examples,
+            seed=seed_value,
+            semantics=args.semantics,
+            level=args.level,
+            clients=args.concurrent,
+            ops=args.steps,
+        )
+    if received:
+        return _interrupted(received, args.sut)
+    assert found is not None
+    summary = f"{found.runs} histories in {time.monotonic() - began:.1f} s"
+    if found.run is None:
+        print(f"linearizable: {summary}")
+        return EXIT_CONFORMANT
+    trace = failure_trace(
+        found.run,
+        found.verdict,
+        sut=args.sut,
+        seed=seed_value + found.runs - 1,
+        semantics=args.semantics,
+    )
+    write_trace(trace, args.trace_out)
+    print(format_trace(trace))
+    print(f"\nNOT linearizable ({summary}); trace written to {args.trace_out}")
+    print(f"check it again: statemeta replay {args.trace_out} --concurrent")
+    return EXIT_FAILED
+
+
 def _own_violations(counts: dict[str, int], semantics: str) -> str:
     """The summary's note of the invariants the reference itself broke (the seed's defects)."""
     if not counts:
@@ -515,6 +587,8 @@ def run_replay_command(args: argparse.Namespace) -> int:
     except MisuseError as error:
         print(f"could not run: {error}", file=sys.stderr)
         return EXIT_COULD_NOT_RUN
+    if args.concurrent:
+        return _recheck(recorded, args)
     command = args.sut or recorded.sut
     trace: Trace | None = None
     with _interruptible() as received, SubprocessAdapter(command, timeout=args.timeout) as sut:
@@ -552,6 +626,25 @@ def run_replay_command(args: argparse.Namespace) -> int:
         where += f", not where it was written ({recorded.mask.op} {recorded.mask.at})"
     print(f"\nstill fails{where}: {args.trace} ({command})")
     return EXIT_FAILED
+
+
+def _recheck(recorded: Trace, args: argparse.Namespace) -> int:
+    """``statemeta replay --concurrent``: the history's verdict now."""
+    try:
+        verdict = recheck(recorded, semantics=args.semantics)
+    except MisuseError as error:
+        print(f"could not run: {error}", file=sys.stderr)
+        return EXIT_COULD_NOT_RUN
+    assert recorded.history is not None
+    semantics = Semantics.of(args.semantics or recorded.semantics)
+    print(format_verdict(verdict, recorded.history))
+    if verdict.outcome is LinOutcome.NOT_LINEARIZABLE:
+        print(f"\nstill fails: {args.trace} ({semantics.value} semantics)")
+        return EXIT_FAILED
+    if verdict.outcome is LinOutcome.UNKNOWN:
+        return EXIT_COULD_NOT_RUN
+    print(f"\npasses: the history of {args.trace} is linearizable ({semantics.value} semantics)")
+    return EXIT_CONFORMANT
 
 
 COMMANDS = {

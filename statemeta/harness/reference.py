@@ -261,6 +261,14 @@ class ReferenceAdapter:
                 new._meta.coverage = self.coverage
         return new
 
+    def use_handles(
+        self, held: Mapping[str, Sequence[TaskHandle]], given_back: Mapping[str, TaskHandle]
+    ) -> None:
+        """Replace the outstanding and given-back handles (the linearizability spec keeps one
+        set per client and installs the calling client's before an acquire or release)."""
+        self._handles = {name: list(handles) for name, handles in held.items()}
+        self._given_back = dict(given_back)
+
     def lifecycle(self, slot: str) -> TaskLifecycle:
         return self._lifecycles[slot]
 
@@ -346,6 +354,9 @@ class ReferenceAdapter:
         assert view is not None
         self.meta.save_task(saved_record(record, view.status, view.checkpointing_id))
 
+    def _advance(self, ms: int) -> None:
+        self.clock.advance(ms)
+
     def _fail_next(self, op: Op) -> None:
         self.store.fail_next(_FAULT_OPS[str(op.arg("op"))])
 
@@ -389,7 +400,7 @@ def _handle_event(a: ReferenceAdapter, op: Op) -> Outcome:
 def _advance_clock(a: ReferenceAdapter, op: Op) -> None:
     ms = op.arg("ms")
     assert isinstance(ms, int)
-    a.clock.advance(ms)
+    a._advance(ms)
 
 
 def _stage(op: Op) -> int:

@@ -38,8 +38,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from statemeta.errors import MisuseError, SutError
 from statemeta.harness import keeper
@@ -50,6 +51,8 @@ from statemeta.harness.operations import LEVELS, TASK_POOL, Op, TaskSlot
 from statemeta.harness.wire import MAX_JSON_DEPTH, is_int, is_op_result, loads_bounded
 
 __all__ = ["MAX_LINE_BYTES", "STDERR_TAIL_BYTES", "SubprocessAdapter", "pool_json"]
+
+R = TypeVar("R")
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """The longest response line read (without its newline); a longer one fails the run."""
@@ -116,6 +119,8 @@ class SubprocessAdapter:
         self._next_id = 1
         self._hello: dict[str, Any] | None = None
         self._started = False
+        self._pending: dict[int, str] = {}
+        """Requests sent and not answered yet (``send``), by id: what each asked, for errors."""
 
     # -- the Adapter protocol ------------------------------------------------------------------
 
@@ -141,6 +146,47 @@ class SubprocessAdapter:
         if not is_op_result(result):
             self._fail(repr(op), f"result {_clip(json.dumps(result))} is not an operation result")
         return result  # type: ignore[no-any-return]
+
+    # -- concurrent clients --------------------------------------------------------------------
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether the handshake declared ``"concurrent": true`` (requests from many clients
+        without waiting, answered in any order)."""
+        return self.hello().get("concurrent") is True
+
+    def send(self, op: Op, client: int) -> int:
+        """Sends ``op`` for ``client`` without waiting for the response; returns its id (a
+        concurrent implementation only: ``concurrent``)."""
+        if not self.concurrent:
+            raise SutError(self.command, repr(op), "its handshake does not declare concurrent")
+        wire = op.to_json()
+        request_id = self._next_id
+        self._next_id += 1
+        label = f"client {client}: {op!r}"
+        line = {"id": request_id, "client": client, "op": wire["op"], "args": wire["args"]}
+        self._guarded(lambda: self._write_line(line, label))
+        self._pending[request_id] = label
+        return request_id
+
+    def receive(self) -> tuple[int, dict[str, Any]]:
+        """The next response to a request ``send`` sent: its id and its operation result."""
+        if not self._pending:
+            raise SutError(self.command, "receive", "no request is waiting for a response")
+        labels = " / ".join(self._pending.values())
+        response = self._guarded(lambda: self._read_response(labels))
+        request_id = response.get("id")
+        label = self._pending.pop(request_id, None) if is_int(request_id) else None
+        if label is None:
+            self._fail(labels, f"answered id {_clip(json.dumps(request_id))}, which no "
+                       f"request waiting has ({sorted(self._pending)})")
+        problem = _response_problem(response, request_id)
+        if problem:
+            self._fail(label, problem)
+        result = response["result"]
+        if not is_op_result(result):
+            self._fail(label, f"result {_clip(json.dumps(result))} is not an operation result")
+        return request_id, result
 
     def view(self) -> dict[str, Any]:
         """The instance's observable state."""
@@ -253,6 +299,7 @@ class SubprocessAdapter:
         pid, self._pid = self._pid, None
         self._hello = None
         self._started = False
+        self._pending = {}
         if control is not None:
             control.close()  # the keeper's signal to end the tree
         if process is None:
@@ -320,8 +367,12 @@ class SubprocessAdapter:
         request_id = self._next_id
         self._next_id += 1
         label = f"{op} {json.dumps(args, sort_keys=True)}" if args else op
+        return self._guarded(lambda: self._exchange(request_id, op, args, label, refusal))
+
+    def _guarded(self, body: Callable[[], R]) -> R:
+        """``body()``; interrupted half-way (a signal's exception), the child is ended first."""
         try:
-            return self._exchange(request_id, op, args, label, refusal)
+            return body()
         except SutError:
             raise
         except BaseException:
@@ -329,30 +380,36 @@ class SubprocessAdapter:
             raise
 
     def _exchange(
-        self, request_id: int, op: str, args: dict[str, Any], label: str, refusal: str
+        self, request_id: int, op: str, args: dict[str, Any], label: str, refusal: str = ""
     ) -> Any:
-        process = self._process
-        assert process is not None and process.stdin is not None
-        line = json.dumps({"id": request_id, "op": op, "args": args}, separators=(",", ":"))
-        try:
-            process.stdin.write(line.encode() + b"\n")
-            process.stdin.flush()
-        except OSError as error:
-            self._fail(label, f"cannot write the request ({error})")
-        reply = self._read_line(label)
-        self._answered = True
-        try:
-            response = loads_bounded(reply, MAX_JSON_DEPTH)
-        except ValueError as error:
-            text = _clip(reply.decode("utf-8", "replace"))
-            problem = f"answered a line that is not JSON within the protocol's bounds ({error})"
-            self._fail(label, f"{problem}: {text}")
+        self._write_line({"id": request_id, "op": op, "args": args}, label)
+        response = self._read_response(label)
         if refusal and _refused(response, request_id, refusal):
             return _REFUSED
         problem = _response_problem(response, request_id)
         if problem:
             self._fail(label, problem)
         return response["result"]
+
+    def _write_line(self, request: dict[str, Any], label: str) -> None:
+        process = self._process
+        assert process is not None and process.stdin is not None
+        line = json.dumps(request, separators=(",", ":"))
+        try:
+            process.stdin.write(line.encode() + b"\n")
+            process.stdin.flush()
+        except OSError as error:
+            self._fail(label, f"cannot write the request ({error})")
+
+    def _read_response(self, label: str) -> Any:
+        reply = self._read_line(label)
+        self._answered = True
+        try:
+            return loads_bounded(reply, MAX_JSON_DEPTH)
+        except ValueError as error:
+            text = _clip(reply.decode("utf-8", "replace"))
+            problem = f"answered a line that is not JSON within the protocol's bounds ({error})"
+            self._fail(label, f"{problem}: {text}")
 
     def _read_line(self, label: str) -> bytes:
         """The next line of the child's stdout (at most MAX_LINE_BYTES), within the timeout."""

@@ -29,7 +29,10 @@ from statemeta.errors import MisuseError, SutAborted, SutError, TraceFormatError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.catalogue import NO_MASKS, START, Mask
 from statemeta.harness.differences import compact, differences
+from statemeta.harness.linearizability import History
+from statemeta.harness.linearizability.reference import Call, history_from_json
 from statemeta.harness.machine import Divergence, Step, build_machine
+from statemeta.harness.normalize import Json
 from statemeta.harness.operations import LEVELS, OP_SPECS, Op
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.wire import MAX_JSON_DEPTH, is_int, is_op_result, loads_bounded
@@ -64,6 +67,8 @@ FAILURE_KINDS: dict[str, str] = {
     "invariant": "the implementation's own view breaks an invariant of spec/invariants.md",
     "durable": "the implementation's committed records differ from what must be durable",
     "sut": "the implementation broke the protocol (crashed, hung, closed its output, garbage)",
+    "linearizability": "no order of the concurrent calls, consistent with real time, gives the "
+    "results the clients saw (the trace's history)",
 }
 
 
@@ -102,6 +107,9 @@ class Trace:
     """The semantics of the reference the run compared against."""
     masks: frozenset[Mask] = NO_MASKS
     """What the run did not compare (``check --keep-going``): replay skips it too."""
+    history: History[Call, Json] | None = None
+    """A concurrent run's: the calls of several clients with their times and results (its
+    failing sub-history, for a linearizability failure); ``steps`` is then empty."""
 
     @property
     def ops(self) -> tuple[Op, ...]:
@@ -128,7 +136,7 @@ class Trace:
             ],
             "failure": attrs.asdict(self.failure),
             **masks,
-        }
+        } | ({} if self.history is None else {"history": self.history.to_json(Call.to_json)})
 
     @classmethod
     def from_json(cls, obj: object, *, where: str = "trace") -> Trace:
@@ -153,9 +161,15 @@ class Trace:
             Mask(**_check_fields(m, _MASK_FIELDS, where, f"masks[{i}]"))
             for i, m in enumerate(fields.get("masks", []))
         )
+        history = None
+        if "history" in fields:
+            try:
+                history = history_from_json(fields["history"], where="history")
+            except MisuseError as error:
+                raise TraceFormatError(where, "history", str(error)) from error
         return cls(
             fields["level"], fields["sut"], tuple(steps), failure, fields.get("seed"), semantics,
-            masks,
+            masks, history,
         )
 
 
@@ -183,6 +197,7 @@ _TRACE_FIELDS: _Fields = {
     "steps": (lambda v: isinstance(v, list), "a list of steps", True),
     "failure": (lambda v: isinstance(v, dict), "an object", True),
     "masks": (lambda v: isinstance(v, list), "a list of masks", False),
+    "history": (lambda v: isinstance(v, dict), "a concurrent history (an object)", False),
 }
 _MASK_FIELDS: _Fields = {
     "op": (lambda v: v == START or v in OP_SPECS, f"an operation's name or {START!r}", True),
@@ -396,6 +411,12 @@ def format_trace(trace: Trace) -> str:
         for row in rows
     ]
     failure = trace.failure
+    if trace.history is not None:
+        return (
+            f"level {trace.level}, {trace.semantics.value} semantics, {trace.sut!r}: a "
+            f"concurrent history of {len(trace.history.operations)} calls ({failure.kind}: "
+            f"{FAILURE_KINDS[failure.kind]})\n{failure.detail}"
+        )
     where = f"step {len(trace.steps)}" if trace.steps else "start"
     lines.append("")
     lines.append(

@@ -33,6 +33,9 @@ R = TypeVar("R")
 class ThreadSafeStreamMeta:
     """A StreamMeta any number of threads may share."""
 
+    meta_class: type[StreamMeta] = StreamMeta
+    """What the wrapped meta is (a broken variant substitutes a subclass)."""
+
     def __init__(self, clock: Clock) -> None:
         """Use ``ThreadSafeStreamMeta.open``."""
         self._lock = RWLock()
@@ -53,7 +56,7 @@ class ThreadSafeStreamMeta:
         """``StreamMeta.open`` with the same options; the clock defaults to a RealClock."""
         facade = cls(clock if clock is not None else RealClock())
         locked_clock = WrappedClock(facade._clock, facade._locked)
-        meta = StreamMeta.open(path, vg_id, stage, clock=locked_clock, **options)
+        meta = cls.meta_class.open(path, vg_id, stage, clock=locked_clock, **options)
         meta.defer_callbacks = True
         facade._meta = meta
         return facade
@@ -69,6 +72,11 @@ class ThreadSafeStreamMeta:
         return self._clock
 
     # -- locking ---------------------------------------------------------------------------
+
+    def locked(self, body: Callable[[], R]) -> R:
+        """``body()`` under the write lock, as one operation (its callbacks run after): for a
+        caller whose step spans several calls, e.g. a harness adapter reading then saving."""
+        return self._write(body)
 
     def _write(self, body: Callable[[], R]) -> R:
         if getattr(self._local, "writing", False):  # a timer fired inside this thread's write

@@ -9,7 +9,8 @@ and in which the spec returns every observed result; a pending operation may be 
 anywhere after its invocation or left out. It returns a Verdict: the order when there is one,
 a small failing sub-history when there is none, UNKNOWN when its step budget runs out.
 ``timeline`` draws a history, ``format_verdict`` the verdict. Why partitioning is sound, and
-what a partition must satisfy: docs/linearizability.md.
+what a partition must satisfy: docs/linearizability.md. ``reference_spec`` is the stream-meta
+reference as a spec, for histories of ``Call``s (reference.py).
 """
 
 from statemeta.harness.linearizability.checker import (
@@ -20,11 +21,19 @@ from statemeta.harness.linearizability.checker import (
     check,
 )
 from statemeta.harness.linearizability.history import HISTORY_FORMAT, History, Operation
+from statemeta.harness.linearizability.reference import (
+    CONCURRENT_LEVELS,
+    Call,
+    history_from_json,
+    reference_spec,
+)
 from statemeta.harness.linearizability.timeline import format_verdict, timeline
 
 __all__ = [
+    "CONCURRENT_LEVELS",
     "DEFAULT_BUDGET",
     "HISTORY_FORMAT",
+    "Call",
     "History",
     "Operation",
     "Outcome",
@@ -32,5 +41,7 @@ __all__ = [
     "Verdict",
     "check",
     "format_verdict",
+    "history_from_json",
+    "reference_spec",
     "timeline",
 ]
