@@ -278,7 +278,10 @@ ANOTHER_PROTOCOL = (
     [
         ("statemeta-no-such-command-xyz", r"cannot start: .*No such file"),
         ("unbalanced 'quote", r"cannot start: No closing quotation"),
-        (f"{sys.executable} -c 'print(42)'", r"answered 42, not a JSON object"),
+        (  # it reads the request first: exiting before it is written is another failure
+            f"{sys.executable} -c 'import sys; sys.stdin.readline(); print(42)'",
+            r"answered 42, not a JSON object",
+        ),
         (
             f"{sys.executable} -c '{ANOTHER_PROTOCOL}'",
             r"answered protocol 3 to a hello of protocol 2",
