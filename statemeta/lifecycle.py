@@ -51,6 +51,7 @@ from typing import Literal, Self
 import attrs
 from transitions import Event, EventData, Machine, State, Transition
 
+from statemeta.errors import PreconditionError
 from statemeta.semantics import Profile, Semantics, as_profile
 from statemeta.tables import LIFECYCLE, Switch, TaskEvent, TaskStatus, TransitionRow
 
@@ -116,6 +117,7 @@ _ROWS: dict[tuple[TaskStatus, TaskEvent], TransitionRow] = {
 }
 _DROPS_WAITING = LIFECYCLE.drops_waiting
 _RESUMABLE = LIFECYCLE.resumable
+_COMPLETE_NEEDS_ACTIVE = LIFECYCLE.complete_needs_active
 
 
 def transition_row(status: TaskStatus, event: TaskEvent) -> TransitionRow | None:
@@ -233,7 +235,15 @@ class TaskLifecycle:
         return Outcome.APPLIED
 
     def complete(self, event: TaskEvent, *, listener: Listener | None = None) -> Outcome:
-        """streamTaskOnHandleEventSuccess: finish the started two-phase ``event``."""
+        """streamTaskOnHandleEventSuccess: finish the started two-phase ``event``.
+
+        PreconditionError with nothing active in a status of ``complete_needs_active`` (the
+        seed asserts); REJECTED for any other mismatch."""
+        if self.active is None and self.status in _COMPLETE_NEEDS_ACTIVE:
+            raise PreconditionError(
+                f"complete({event.name}) with no transition active in {self.status.name}: the "
+                f"seed asserts a second phase there has one (streamTaskOnHandleEventSuccess)"
+            )
         if self.active is None or self.active != event:
             return Outcome.REJECTED
         self.active = None

@@ -54,7 +54,9 @@ from statemeta.errors import (
     DecodeError,
     IncompatibleVersionError,
     MisuseError,
+    PreconditionError,
     ReleaseError,
+    UnknownTaskError,
 )
 from statemeta.lifecycle import (
     Outcome,
@@ -63,10 +65,11 @@ from statemeta.lifecycle import (
     should_pause,
     should_stop,
 )
-from statemeta.meta import heartbeat
+from statemeta.meta import heartbeat, launch
 from statemeta.meta.effects import SendHeartbeat, StartComplete
 from statemeta.meta.entry import TaskEntry
 from statemeta.meta.persist import LoadReport, plan_load
+from statemeta.meta.preconditions import LifecycleCall, halt_broken, start_one_broken
 from statemeta.meta.registry import (
     CHECK_DOWNSTREAM_INTERVAL,
     CHECKPOINT_KEY_LEN,
@@ -214,27 +217,33 @@ class MetaCore(MetaRegistry):
     # -- task events ------------------------------------------------------------------------
 
     def handle_event(self, stream_id: int, task_id_: int, event: TaskEvent) -> Outcome:
-        """streamTaskHandleEvent on a mapped task."""
+        """streamTaskHandleEvent on a mapped task. INIT / INIT_SCANHIST of a task with nothing
+        downstream completes inside the call (APPLIED; see ``_downstream_ready``)."""
         entry = self.entry(stream_id, task_id_)
-        outcome = entry.lifecycle.handle(event, listener=self._on_status_change)
+        self._require_halt_link(entry, event, lambda lc, hear: lc.handle(event, listener=hear))
+        outcome = self._handle(entry, event)
         if event is TaskEvent.PAUSE:
             self._paused_call(+1)  # M1: streamTaskPause, whatever the outcome
         if event is TaskEvent.CHECKPOINT_DONE and outcome is Outcome.APPLIED:
             entry.checkpointing_id = 0
             entry.checkpoint_trans_id = 0
+        self._complete_round_if_done()
         return outcome
 
     def complete_event(self, stream_id: int, task_id_: int, event: TaskEvent) -> Outcome:
-        """The second phase of INIT / INIT_SCANHIST: the task becomes downstream-ready."""
+        """The second phase of INIT / INIT_SCANHIST (the last downstream reply): the task
+        becomes downstream-ready, its ready result is recorded and its fill-history task, if it
+        has one, is launched (``_downstream_ready``)."""
         entry = self.entry(stream_id, task_id_)
-        outcome = entry.lifecycle.complete(event, listener=self._on_status_change)
-        if outcome is Outcome.APPLIED:
-            entry.downstream_ready = True
+        self._require_halt_link(entry, None, lambda lc, hear: lc.complete(event, listener=hear))
+        outcome = self._downstream_ready(entry, event)
+        self._complete_round_if_done()
         return outcome
 
     def resume(self, stream_id: int, task_id_: int) -> Outcome:
         """streamTaskResume: back to the status saved by PAUSE or HALT."""
         entry = self.entry(stream_id, task_id_)
+        self._require_halt_link(entry, None, lambda lc, hear: lc.resume(listener=hear))
         if entry.lifecycle.status is TaskStatus.PAUSE:
             self._paused_call(-1)  # M1: streamTaskResume from PAUSE
         return entry.lifecycle.resume(listener=self._on_status_change)
@@ -244,7 +253,9 @@ class MetaCore(MetaRegistry):
     ) -> Outcome:
         """The checkpoint-source request: GEN_CHECKPOINT, recording the checkpoint in progress."""
         entry = self.entry(stream_id, task_id_)
-        outcome = entry.lifecycle.handle(TaskEvent.GEN_CHECKPOINT, listener=self._on_status_change)
+        event = TaskEvent.GEN_CHECKPOINT
+        self._require_halt_link(entry, event, lambda lc, hear: lc.handle(event, listener=hear))
+        outcome = entry.lifecycle.handle(event, listener=self._on_status_change)
         if outcome is Outcome.APPLIED:
             entry.checkpointing_id = checkpoint_id
             entry.checkpoint_trans_id = trans_id
@@ -361,8 +372,20 @@ class MetaCore(MetaRegistry):
         return steps
 
     def start_one(self, stream_id: int, task_id_: int) -> StartStep:
-        """streamMetaStartOneTask: start one mapped task (it joins the open round, if any)."""
-        entry = self.entry(stream_id, task_id_)
+        """streamMetaStartOneTask: start one mapped task (it joins the open round, if any).
+
+        An unmapped task fails to be acquired: a failed result is recorded for it, then
+        UnknownTaskError (the seed's TASK_IVLD_STATUS). PreconditionError for a task that is
+        downstream-ready already (the seed asserts it is not)."""
+        tid = task_id(stream_id, task_id_)
+        entry = self.state.entries.get(tid)
+        if entry is None:
+            self._record_launch(tid, False)
+            self._complete_round_if_done()
+            raise UnknownTaskError(stream_id, task_id_)
+        broken = start_one_broken(entry.task, entry.lifecycle, entry.downstream_ready)
+        if broken is not None:
+            raise PreconditionError(broken)
         if self.state.start.round is not None:
             self.state.start.round.add_member(entry.id)
         step = self._start_task(entry)
@@ -466,6 +489,9 @@ class MetaCore(MetaRegistry):
             return  # its registration is gone (the removal cancels its timers: not reached)
         if timer.kind is TimerKind.TRIGGER:
             self._fire_trigger(entry)
+        elif timer.kind is TimerKind.LAUNCH:
+            self._fire_launch(entry)
+            self._complete_round_if_done()
         else:
             self._end_task_timer(entry)
 
@@ -542,21 +568,132 @@ class MetaCore(MetaRegistry):
         if entry.task.fill_history:
             return StartStep.SKIPPED
         if entry.downstream_ready:
+            if entry.task.h_task_id != NO_RELATED_TASK:
+                self._launch_fill_history(entry)
             self._record_launch(entry.id, True)
             return StartStep.READY
-        outcome = entry.lifecycle.handle(TaskEvent.INIT, listener=self._on_status_change)
+        outcome = self._handle(entry, TaskEvent.INIT)
         if outcome is Outcome.REJECTED:
             self._record_launch(entry.id, False)
             if entry.task.h_task_id != NO_RELATED_TASK:
                 self._record_launch(entry.task.h_task_id, False)
             return StartStep.FAILED
-        return StartStep.STARTED
+        return StartStep.READY if outcome is Outcome.APPLIED else StartStep.STARTED
+
+    def _require_halt_link(
+        self, entry: TaskEntry, event: TaskEvent | None, call: LifecycleCall
+    ) -> None:
+        """PreconditionError, before anything changes, if ``call`` applies a HALT to a task
+        with no fill-history task (preconditions.halt_broken)."""
+        broken = halt_broken(entry.task, entry.lifecycle, event, call)
+        if broken is not None:
+            raise PreconditionError(broken)
+
+    def _handle(self, entry: TaskEntry, event: TaskEvent) -> Outcome:
+        """streamTaskHandleEvent; the downstream check of a task with nothing downstream
+        (no dispatcher) succeeds inside the call (section 8.5 of the reference)."""
+        outcome = entry.lifecycle.handle(event, listener=self._on_status_change)
+        if outcome is Outcome.STARTED and not entry.task.dispatches:
+            return self._downstream_ready(entry, event)
+        return outcome
+
+    def _downstream_ready(self, entry: TaskEntry, event: TaskEvent) -> Outcome:
+        """doProcessDownstreamReadyRsp: the success step of ``event``; once applied, the task
+        is downstream-ready, its ready result is recorded and its fill-history task launched."""
+        outcome = entry.lifecycle.complete(event, listener=self._on_status_change)
+        if outcome is not Outcome.APPLIED:
+            return outcome
+        entry.downstream_ready = True
+        self._record_launch(entry.id, True)
+        if entry.task.h_task_id != NO_RELATED_TASK:
+            self._launch_fill_history(entry)
+        return outcome
+
+    def _launch_fill_history(self, entry: TaskEntry) -> None:
+        """streamLaunchFillHistoryTask: a failed result for the fill-history task unless the
+        stream task is READY; else a ready result if it is downstream-ready, INIT_SCANHIST on
+        it if it is mapped, a failed result if it stops; the retry timer if it is not mapped."""
+        h_id = entry.task.h_task_id
+        if entry.lifecycle.status is not TaskStatus.READY:
+            self._record_launch(h_id, False)
+            return
+        h_entry = self.state.entries.get(h_id)
+        if h_entry is None:
+            self._arm_launch(entry, h_id)
+        elif should_stop(h_entry.lifecycle.status):
+            self._record_launch(h_id, False)
+        elif h_entry.downstream_ready:
+            self._record_launch(h_id, True)
+        else:
+            self._handle(h_entry, TaskEvent.INIT_SCANHIST)
+
+    def _arm_launch(self, entry: TaskEntry, h_id: TaskId) -> None:
+        """launchNotBuiltFillHistoryTask: (re)start the retry from its first wait; a timer
+        already armed is re-armed (taosTmrReset), else timerActive + 1."""
+        schedule = self.state.schedule
+        if entry.launch is None:
+            entry.timer_active += 1
+        else:
+            for timer in schedule.of_task(entry, TimerKind.LAUNCH):
+                schedule.cancel(timer.seq)
+        entry.launch = launch.LaunchRetry(h_id)
+        self._arm_launch_tick(entry)
+
+    def _arm_launch_tick(self, entry: TaskEntry) -> None:
+        self.state.schedule.arm(
+            self.now + launch.LAUNCH_TICK_MS, TimerKind.LAUNCH, entry.id, entry.incarnation
+        )
+
+    def _fire_launch(self, entry: TaskEntry) -> None:
+        """tryLaunchHistoryTask: one tick of the retry (launch.tick says what it does)."""
+        retry = entry.launch
+        assert retry is not None
+        if should_stop(entry.lifecycle.status):
+            self._end_launch(entry, retry, failed=True)
+            return
+        advanced, step = launch.tick(retry)
+        entry.launch = advanced
+        if step is launch.Tick.GIVE_UP:
+            self._end_launch(entry, retry, failed=True)
+            self._clear_fill_history_link(entry)
+            return
+        h_entry = self.state.entries.get(entry.task.h_task_id)
+        if step is launch.Tick.WAIT or h_entry is None or should_stop(h_entry.lifecycle.status):
+            self._arm_launch_tick(entry)  # not due, or not acquirable yet: the next tick
+            return
+        self._handle(h_entry, TaskEvent.INIT_SCANHIST)  # checkFillhistoryTaskStatus
+        self._end_launch(entry, retry, failed=False)
+
+    def _end_launch(self, entry: TaskEntry, retry: launch.LaunchRetry, *, failed: bool) -> None:
+        """The timer ends (timerActive - 1), with a failed result for the fill-history task it
+        was launching if ``failed``."""
+        entry.launch = None
+        if failed:
+            self._record_launch(retry.h_task_id, False)
+        self._end_task_timer(entry)
+
+    def _clear_fill_history_link(self, entry: TaskEntry) -> None:
+        """The retries are exhausted: the stream task forgets its fill-history task. The seed
+        clears hTaskInfo.id in memory only (M11); the reference saves and commits the record
+        too, so memory and store agree (a failed write leaves the link, and raises)."""
+        cleared = attrs.evolve(entry.task, h_task_id=NO_RELATED_TASK)
+
+        def apply() -> None:
+            entry.task = cleared
+
+        if self.profile.seed(Switch.LAUNCH_GIVE_UP_NOT_SAVED):  # M11
+            apply()
+        else:
+            self._durably([self.codec.record(cleared)], (), apply)
 
     def _record_launch(self, tid: TaskId, ready: bool) -> bool:
         started = self.state.start.round
         if started is None:
             return False
-        return started.record(LaunchResult(tid, ready, started.started_ms, self.now))
+        result = LaunchResult(tid, ready, started.started_ms, self.now)
+        if self.by_count:
+            return started.record_seed(result)  # M7: the seed's two sets
+        return started.record(result)
 
     def _complete_round_if_done(self) -> None:
         info = self.state.start
@@ -573,7 +710,7 @@ class MetaCore(MetaRegistry):
         """A round completes when every listed task still mapped has a result (in the seed:
         when it has as many results as the map has tasks, checked as each operation ends)."""
         if self.by_count:
-            return len(started.results) == len(self.state.entries)
+            return started.count == len(self.state.entries)
         return started.complete(self.state.entries)
 
     def _send_heartbeat(self, *, before_close: bool) -> bool:

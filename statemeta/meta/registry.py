@@ -143,10 +143,11 @@ class MetaRegistry:
 
     def _cancel_timers(self, entry: TaskEntry) -> None:
         schedule = self.state.schedule
-        for kind in (TimerKind.TRIGGER, TimerKind.TASK):
+        for kind in (TimerKind.TRIGGER, TimerKind.TASK, TimerKind.LAUNCH):
             for timer in schedule.of_task(entry, kind):
                 schedule.cancel(timer.seq)
         entry.timer_active = 0
+        entry.launch = None
 
     def take_trace(self) -> CheckTrace:
         """What happened since the last call (recorded only in check mode)."""
