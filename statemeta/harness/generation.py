@@ -17,6 +17,9 @@ operation of 25, about 1e-2 along the table):
 - the role walk elects, demotes and lets time pass (heartbeats);
 - the round walk starts a start round and lets tasks come, go and report.
 
+No operation is sent while it breaks its precondition (the ``precondition`` column of the
+operation table): a drawn one is dropped, a walk's moves are filtered.
+
 Every operation of a walk is an ordinary step (the trace holds handle_event, register, ...);
 Hypothesis shrinks a walk's length and moves like any other draw. Arguments are drawn from
 their whole domains, with the values that make sense in the current state listed ahead
@@ -116,6 +119,9 @@ class Driver(Protocol):
 
     def step(self, op: Op) -> None: ...
 
+    def allows(self, op: Op) -> bool:
+        """``op`` breaks no precondition of its OpSpec in the reference's state now."""
+
     def room(self) -> int | None:
         """How many more operations this example may run (None: no bound)."""
 
@@ -148,7 +154,9 @@ def command(driver: Driver, data: st.DataObject) -> None:
 
 
 def _run(driver: Driver, name: str, data: st.DataObject) -> None:
-    driver.step(Op.of(name, **draw_args(driver, OP_SPECS[name], data)))
+    op = Op.of(name, **draw_args(driver, OP_SPECS[name], data))
+    if driver.allows(op):
+        driver.step(op)
 
 
 def _has_room(driver: Driver) -> bool:
@@ -204,9 +212,16 @@ def _lifecycle_walk(driver: Driver, data: st.DataObject) -> None:
         task = driver.task_states().get(name)
         if task is None or not _has_room(driver):  # removed on the way, or the example is full
             return
-        moves = lifecycle_moves(_status(task), task["active"], ops)
-        name_, args = data.draw(st.sampled_from(moves), "move")
-        driver.step(Op.of(name_, task=name, **dict(args)))
+        moves = [
+            op for op in (
+                Op.of(name_, task=name, **dict(args))
+                for name_, args in lifecycle_moves(_status(task), task["active"], ops)
+            )
+            if driver.allows(op)
+        ]
+        if not moves:
+            return
+        driver.step(data.draw(st.sampled_from(moves), "move"))
 
 
 _Move = tuple[str, tuple[tuple[str, JsonScalar], ...]]

@@ -56,7 +56,7 @@ from statemeta.codec import (
     decode_task_key,
     encode_task_key,
 )
-from statemeta.errors import InvariantViolation
+from statemeta.errors import InvariantViolation, MisuseError
 from statemeta.harness import generation
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.differences import first_difference
@@ -308,7 +308,13 @@ class _Machine(RuleBasedStateMachine):
         self.steps: list[Step] = []
         type(self).last_steps = self.steps
 
+    def allows(self, op: Op) -> bool:
+        return self.reference.precondition_broken(op) is None
+
     def step(self, op: Op) -> None:
+        broken = self.reference.precondition_broken(op)
+        if broken is not None:
+            raise MisuseError(f"{op!r} breaks its precondition, which generation keeps: {broken}")
         before = self.ref_view
         ref_result = self.reference.call(op)
         sut_result = None

@@ -35,6 +35,7 @@ from statemeta.harness.operations import (
     REGISTER_VER,
     TASK_POOL,
     Op,
+    TaskFacts,
     ops_at,
     slot_of,
 )
@@ -103,6 +104,15 @@ class ObservedStreamMeta(StreamMeta):
 
 
 _Handler = Callable[["ReferenceAdapter", Op], object]
+
+
+@attrs.frozen
+class _SlotFacts:
+    """A level-1 slot as a precondition reads it: its record and lifecycle (no meta)."""
+
+    task: StreamTask
+    lifecycle: TaskLifecycle
+    downstream_ready: bool = False
 
 
 class ReferenceAdapter:
@@ -181,6 +191,20 @@ class ReferenceAdapter:
         if self._sent:
             result["heartbeats"] = self._sent
         return result
+
+    def precondition_broken(self, op: Op) -> str | None:
+        """The precondition of ``op`` (its OpSpec's column) that it would break now, or None
+        (also when it names no task, or a task that is not mapped)."""
+        precondition = op.spec.precondition
+        if precondition is None:
+            return None
+        slot = slot_of(str(op.arg("task")))
+        facts: TaskFacts | None
+        if self.level == 1:
+            facts = _SlotFacts(slot.record, self._lifecycles[slot.name])
+        else:
+            facts = self.meta.state.entries.get(slot.id)
+        return None if facts is None else precondition.broken(facts, op)
 
     def view(self) -> dict[str, Json]:
         if self.level == 1:
