@@ -53,7 +53,9 @@ def test_init_of_a_task_with_nothing_downstream_is_applied_at_once(
 
 
 @SEMANTICS
-def test_handle_event_init_of_a_sink_task_completes_it(tmp_path: Path, semantics: Semantics) -> None:
+def test_handle_event_init_of_a_sink_task_completes_it(
+    tmp_path: Path, semantics: Semantics
+) -> None:
     meta = open_meta(tmp_path, semantics=semantics)
     meta.register(no_downstream(StreamTask(stream_id=0x30, task_id=1)), 5)
     assert meta.handle_event(0x30, 1, E.INIT) is Outcome.APPLIED
