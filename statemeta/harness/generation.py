@@ -28,12 +28,13 @@ their whole domains, with the values that make sense in the current state listed
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import attrs
 from hypothesis import strategies as st
 
+from statemeta.codec import NO_RELATED_TASK
 from statemeta.errors import MisuseError
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import (
@@ -199,13 +200,14 @@ def _walk(driver: Driver, walk: _Walk, data: st.DataObject) -> None:
 
 def _lifecycle_walk(driver: Driver, data: st.DataObject) -> None:
     """One task (a mapped one not stopping if there is one; else a register first) taken
-    through ``lifecycle_moves`` from its current status."""
+    through ``lifecycle_moves`` from its current status. A stream task with a fill-history
+    task is drawn 3 times as often: only there can every row be taken (HALT's precondition)."""
     states = driver.task_states()
     names = [n for n, t in states.items() if not should_stop(_status(t))] or list(states)
     if names:
-        name = data.draw(st.sampled_from(names), "walk task")
+        name = data.draw(st.sampled_from(_favour_linked(names)), "walk task")
     else:
-        name = data.draw(st.sampled_from(_SLOT_NAMES), "walk task")
+        name = data.draw(st.sampled_from(_favour_linked(_SLOT_NAMES)), "walk task")
         driver.step(Op.of("register", task=name))
     ops = _LIFECYCLE_OPS[min(driver.level, 2)]
     for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
@@ -223,6 +225,13 @@ def _lifecycle_walk(driver: Driver, data: st.DataObject) -> None:
             return
         driver.step(data.draw(st.sampled_from(moves), "move"))
 
+
+def _favour_linked(names: Sequence[str]) -> list[str]:
+    return [n for n in names for _ in range(3 if n in _LINKED else 1)]
+
+
+_LINKED = frozenset(s.name for s in TASK_POOL if s.record.h_task_id != NO_RELATED_TASK)
+"""The pool's stream tasks with a fill-history task."""
 
 _Move = tuple[str, tuple[tuple[str, JsonScalar], ...]]
 """An operation and its arguments other than the task."""

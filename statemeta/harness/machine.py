@@ -56,7 +56,7 @@ from statemeta.codec import (
     decode_task_key,
     encode_task_key,
 )
-from statemeta.errors import InvariantViolation, MisuseError
+from statemeta.errors import InvariantViolation, PreconditionError
 from statemeta.harness import generation
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.differences import first_difference
@@ -313,8 +313,8 @@ class _Machine(RuleBasedStateMachine):
 
     def step(self, op: Op) -> None:
         broken = self.reference.precondition_broken(op)
-        if broken is not None:
-            raise MisuseError(f"{op!r} breaks its precondition, which generation keeps: {broken}")
+        if broken is not None:  # generation keeps preconditions; a replayed trace may not
+            raise PreconditionError(f"step {len(self.steps) + 1}, {op!r}: {broken}")
         before = self.ref_view
         ref_result = self.reference.call(op)
         sut_result = None
