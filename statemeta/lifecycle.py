@@ -16,8 +16,9 @@ applying a row executes that row's ``Transition`` on it, which sets ``status``.
 - **two-phase row** (INIT, INIT_SCANHIST; TDengine's autoInvokeEndFn = false): the transition
   only starts (STARTED): ``active`` is set and the status stays UNINIT until ``complete(event)``
   applies the row (``complete`` with nothing active in ``complete_needs_active`` is the
-  caller's error: PreconditionError, as the seed asserts). Any other accepted event overrides a started transition (``active`` is
-  cleared), so a late ``complete`` is REJECTED; a rejected event leaves ``active`` alone.
+  caller's error: PreconditionError, as the seed asserts). Any other accepted event overrides
+  a started transition (``active`` is cleared), so a late ``complete`` is REJECTED; a
+  rejected event leaves ``active`` alone.
 - **attached row** (CK+HALT, CK+PAUSE, HALT+PAUSE): the status stays; (required status, event)
   is queued (PENDING). After every applied change the queue is drained in FIFO order: while its
   head's required status is the current status, the head is popped and fired through the row

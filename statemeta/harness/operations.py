@@ -21,6 +21,7 @@ Ids in results and views are ``[stream_id, task_id]``; ops name pool slots, neve
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeAlias
 
@@ -53,6 +54,7 @@ __all__ = [
     "TaskSlot",
     "ops_at",
     "slot_of",
+    "task_slot",
 ]
 
 JsonScalar: TypeAlias = str | int | bool | None
@@ -72,9 +74,11 @@ class TaskSlot:
     name: str
     record: StreamTask
     doc: str
+    id: TaskId = attrs.field(init=False, eq=False, repr=False)
+    """The record's id, made once (every operation on a slot asks for it)."""
 
-    @property
-    def id(self) -> TaskId:
+    @id.default
+    def _record_id(self) -> TaskId:
         return self.record.id
 
 
@@ -113,6 +117,12 @@ TASK_POOL: tuple[TaskSlot, ...] = (
     ),
 )
 _SLOTS: dict[str, TaskSlot] = {s.name: s for s in TASK_POOL}
+
+
+@functools.lru_cache(maxsize=64)
+def task_slot(op: Op) -> TaskSlot:
+    """The pool slot an op's ``task`` argument names (cached)."""
+    return slot_of(str(op.arg("task")))
 
 
 def slot_of(name: str) -> TaskSlot:
@@ -175,7 +185,9 @@ class Precondition:
     """The rule ``op`` breaks on that task now (statemeta.meta.preconditions), or None."""
 
 
+@functools.lru_cache(maxsize=256)
 def _event_arg(op: Op) -> TaskEvent:
+    """The event an op names (cached: the explorer asks for every op in every state)."""
     return TaskEvent[str(op.arg("event")).upper()]
 
 

@@ -38,6 +38,7 @@ from statemeta.harness.operations import (
     TaskFacts,
     ops_at,
     slot_of,
+    task_slot,
 )
 from statemeta.harness.variants import VARIANTS
 from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus, transition_row
@@ -198,7 +199,7 @@ class ReferenceAdapter:
         precondition = op.spec.precondition
         if precondition is None:
             return None
-        slot = slot_of(str(op.arg("task")))
+        slot = task_slot(op)
         facts: TaskFacts | None
         if self.level == 1:
             facts = _SlotFacts(slot.record, self._lifecycles[slot.name])

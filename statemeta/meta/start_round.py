@@ -39,7 +39,7 @@ class StartStep(enum.Enum):
     STARTED = "started"
     """INIT started: the task checks its downstream; its result comes by report_launch."""
     READY = "ready"
-    """Already downstream-ready: recorded ready at once."""
+    """Downstream-ready (already, or at once: nothing downstream): recorded ready."""
     FAILED = "failed"
     """Not acquirable (stopping or dropping) or INIT rejected: recorded failed."""
     SKIPPED = "skipped"

@@ -75,7 +75,8 @@ class MetaStarting(MetaRegistry):
 
     def report_launch(self, stream_id: int, task_id_: int, ready: bool) -> bool:
         """streamMetaAddTaskLaunchResult: False (ignored) outside a round, for a non-member or
-        for a member that has a result already (the first one is kept)."""
+        for a member that has a result already (the first one is kept); in the seed (M7) any
+        id is taken, once per set."""
         accepted = self._record_launch(task_id(stream_id, task_id_), ready)
         self._complete_round_if_done()
         return accepted
