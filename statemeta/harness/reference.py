@@ -22,7 +22,12 @@ from typing import Literal, Self
 import attrs
 
 from statemeta.codec import EpSet, StreamTask, TaskId, cached
-from statemeta.errors import InvariantViolation, MisuseError, StatemetaError
+from statemeta.errors import (
+    InvariantViolation,
+    MisuseError,
+    PreconditionError,
+    StatemetaError,
+)
 from statemeta.harness.adapter import PROTOCOL_VERSION
 from statemeta.harness.normalize import (
     Json,
@@ -182,6 +187,10 @@ class ReferenceAdapter:
             raise MisuseError(f"{op!r} is not an operation of level {self.level or 'none'}")
         self._sent = []
         try:
+            if self.level == 1:  # a lifecycle alone does not know its slot's record
+                broken = self.precondition_broken(op)
+                if broken is not None:
+                    raise PreconditionError(broken)
             value = to_json(_HANDLERS[op.name](self, op))
         except InvariantViolation:
             raise

@@ -12,6 +12,8 @@ from meta_support import fill_history_pair, open_meta
 
 from statemeta.codec import NO_RELATED_TASK, StreamTask, TableOutput
 from statemeta.errors import PreconditionError, UnknownTaskError
+from statemeta.harness.operations import Op
+from statemeta.harness.reference import ReferenceAdapter
 from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus
 from statemeta.meta import StartRoundResult, StartStep, StreamMeta, TimerKind, VirtualClock
 from statemeta.meta.launch import LAUNCH_TICK_MS
@@ -284,3 +286,17 @@ def test_start_one_of_a_downstream_ready_task_is_a_precondition_error(
         meta.start_one(0x10, 1)
     meta.handle_event(0x10, 1, E.STOP)
     assert meta.start_one(0x10, 1) is StartStep.FAILED  # the acquire fails first: no assert
+
+
+def test_the_level_1_reference_applies_the_slot_s_halt_rule() -> None:
+    """A lifecycle alone does not know its record: the adapter applies the row's rule."""
+    adapter = ReferenceAdapter()
+    adapter.start(1)
+    for slot in ("s1", "f1"):
+        adapter.call(Op.of("handle", task=slot, event="init"))
+        adapter.call(Op.of("complete", task=slot, event="init"))
+    assert adapter.call(Op.of("handle", task="s1", event="halt")) == {
+        "error": "PreconditionError"
+    }
+    assert adapter.call(Op.of("handle", task="f1", event="halt")) == {"ok": "applied"}
+    adapter.stop()
