@@ -11,12 +11,13 @@ The public API, by layer (imports only point down):
 - the records: ``StreamTask`` and ``TaskId`` (their byte layouts are in ``statemeta.codec``);
 - the semantics: ``Semantics.INTENDED`` (the default) or ``Semantics.SEED`` (TDengine at the
   seed commit, bug for bug), each difference a ``Switch`` of spec/divergences.toml;
-- the checks: ``check_invariants`` and ``InvariantViolation``;
+- the checks: ``check_invariants`` and ``InvariantViolation``; ``PreconditionError``, what an
+  operation the seed asserts against raises (the caller's contract);
 - every exception class is in ``statemeta.errors``; the stores are in ``statemeta.store``.
 """
 
 from statemeta.codec import StreamTask, TaskId
-from statemeta.errors import InvariantViolation, StatemetaError
+from statemeta.errors import InvariantViolation, PreconditionError, StatemetaError
 from statemeta.invariants import check_invariants
 from statemeta.lifecycle import (
     Outcome,
@@ -50,6 +51,7 @@ __all__ = [
     "LoadReport",
     "MetaView",
     "Outcome",
+    "PreconditionError",
     "RealClock",
     "Role",
     "RoleEvent",

@@ -113,6 +113,15 @@ class MetaClosedError(MisuseError):
     """An operation on a meta that is closed."""
 
 
+class PreconditionError(MisuseError):
+    """An operation broke a precondition the seed asserts (reference section 8.1; an ASSERT
+    aborts TDengine's process): HALT reaching a task with no fill-history task, a second phase
+    with nothing active in SCAN_HISTORY / HALT / CK, start_one of a downstream-ready task.
+    Raised before anything changes, in both semantics; the message names the task and the rule.
+    The harness, the property suite and the explorer never send such an operation (each
+    operation's precondition is the ``precondition`` column of its OpSpec)."""
+
+
 class UnknownTaskError(StatemetaError, KeyError):
     """An operation that needs a task named one that is not in the meta."""
 

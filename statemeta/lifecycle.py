@@ -15,8 +15,10 @@ applying a row executes that row's ``Transition`` on it, which sets ``status``.
   STOP or DROPPING, ...) are applied too: they are real rows and update ``prev_*``.
 - **two-phase row** (INIT, INIT_SCANHIST; TDengine's autoInvokeEndFn = false): the transition
   only starts (STARTED): ``active`` is set and the status stays UNINIT until ``complete(event)``
-  applies the row. Any other accepted event overrides a started transition (``active`` is
-  cleared), so a late ``complete`` is REJECTED; a rejected event leaves ``active`` alone.
+  applies the row (``complete`` with nothing active in ``complete_needs_active`` is the
+  caller's error: PreconditionError, as the seed asserts). Any other accepted event overrides
+  a started transition (``active`` is cleared), so a late ``complete`` is REJECTED; a
+  rejected event leaves ``active`` alone.
 - **attached row** (CK+HALT, CK+PAUSE, HALT+PAUSE): the status stays; (required status, event)
   is queued (PENDING). After every applied change the queue is drained in FIFO order: while its
   head's required status is the current status, the head is popped and fired through the row
@@ -51,6 +53,7 @@ from typing import Literal, Self
 import attrs
 from transitions import Event, EventData, Machine, State, Transition
 
+from statemeta.errors import PreconditionError
 from statemeta.semantics import Profile, Semantics, as_profile
 from statemeta.tables import LIFECYCLE, Switch, TaskEvent, TaskStatus, TransitionRow
 
@@ -116,6 +119,7 @@ _ROWS: dict[tuple[TaskStatus, TaskEvent], TransitionRow] = {
 }
 _DROPS_WAITING = LIFECYCLE.drops_waiting
 _RESUMABLE = LIFECYCLE.resumable
+_COMPLETE_NEEDS_ACTIVE = LIFECYCLE.complete_needs_active
 
 
 def transition_row(status: TaskStatus, event: TaskEvent) -> TransitionRow | None:
@@ -233,7 +237,15 @@ class TaskLifecycle:
         return Outcome.APPLIED
 
     def complete(self, event: TaskEvent, *, listener: Listener | None = None) -> Outcome:
-        """streamTaskOnHandleEventSuccess: finish the started two-phase ``event``."""
+        """streamTaskOnHandleEventSuccess: finish the started two-phase ``event``.
+
+        PreconditionError with nothing active in a status of ``complete_needs_active`` (the
+        seed asserts); REJECTED for any other mismatch."""
+        if self.active is None and self.status in _COMPLETE_NEEDS_ACTIVE:
+            raise PreconditionError(
+                f"complete({event.name}) with no transition active in {self.status.name}: the "
+                f"seed asserts a second phase there has one (streamTaskOnHandleEventSuccess)"
+            )
         if self.active is None or self.active != event:
             return Outcome.REJECTED
         self.active = None

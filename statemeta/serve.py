@@ -238,10 +238,14 @@ def _client(line: str) -> int | None:
 
 
 def _ops_markdown() -> str:
-    rows = ["| op | level | args | result (`ok` value) |", "|---|---|---|---|"]
+    rows = [
+        "| op | level | args | result (`ok` value) | never sent unless |",
+        "|---|---|---|---|---|",
+    ]
     for spec in OP_SPECS.values():
         args = ", ".join(f"`{p.name}`: {p.kind}" for p in spec.params) or "-"
-        rows.append(f"| `{spec.name}` | {spec.level} | {args} | {spec.doc} |")
+        requires = "-" if spec.precondition is None else spec.precondition.doc
+        rows.append(f"| `{spec.name}` | {spec.level} | {args} | {spec.doc} | {requires} |")
     return "\n".join(rows)
 
 
@@ -254,13 +258,13 @@ def _domains_markdown() -> str:
 
 def _pool_markdown() -> str:
     rows = [
-        "| slot | id | fill_history | trigger_param | h_task_id | stream_task_id | what it is |",
-        "|---|---|---|---|---|---|---|",
+        "| slot | id | fill_history | trigger_param | h_task_id | stream_task_id | dispatches "
+        "| what it is |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    keys = ("id", "fill_history", "trigger_param", "h_task_id", "stream_task_id", "dispatches")
     for slot, wire in zip(TASK_POOL, pool_json(), strict=True):
-        cells = [
-            wire[k] for k in ("id", "fill_history", "trigger_param", "h_task_id", "stream_task_id")
-        ]
+        cells = [wire[k] for k in keys]
         rows.append(
             f"| `{slot.name}` | "
             + " | ".join(f"`{json.dumps(c)}`" for c in cells)

@@ -123,13 +123,16 @@ class Switch(Enum):
     COMPAT_CHECKS_FIRST_RECORD = "compat_checks_first_record"
     """M6. Seed: open checks the version of the first record only."""
     ROUND_COMPLETES_BY_COUNT = "round_completes_by_count"
-    """M7. Seed: a start round completes when |ready| + |failed| == the map's size."""
+    """M7. Seed: results go into two sets (any id, once per set) and a start round completes
+    when |ready| + |failed| == the map's size."""
     RELEASE_BELOW_ZERO = "release_below_zero"
     """M8. Seed: a release with no outstanding acquire decrements anyway (no ReleaseError)."""
     UNREGISTER_CLEARS_ANY_LINK = "unregister_clears_any_link"
     """M9. Seed: unregistering a fill-history task clears the link its stream task has."""
     SAVE_TASK_UNMAPPED = "save_task_unmapped"
     """M10. Seed: save_task of a task that is not mapped writes its record."""
+    LAUNCH_GIVE_UP_NOT_SAVED = "launch_give_up_not_saved"
+    """M11. Seed: the fill-history launch giving up clears the link in memory only."""
 
 
 @attrs.frozen
@@ -181,6 +184,7 @@ class LifecycleTable:
     drops_waiting: frozenset[TaskStatus]
     resumable: frozenset[TaskStatus]
     set_ready_refused: frozenset[TaskStatus]
+    complete_needs_active: frozenset[TaskStatus]
     should_stop: frozenset[TaskStatus]
     should_pause: frozenset[TaskStatus]
     ready_to_run: frozenset[TaskStatus]
@@ -396,6 +400,7 @@ def load_lifecycle(doc: Mapping[str, Any], source: str = "lifecycle.toml") -> Li
         drops_waiting=statuses_in(semantics, "semantics", "drops_waiting"),
         resumable=statuses_in(semantics, "semantics", "resumable"),
         set_ready_refused=statuses_in(semantics, "semantics", "set_ready_refused"),
+        complete_needs_active=statuses_in(semantics, "semantics", "complete_needs_active"),
         should_stop=statuses_in(predicates, "predicates", "should_stop"),
         should_pause=statuses_in(predicates, "predicates", "should_pause"),
         ready_to_run=ready_to_run,

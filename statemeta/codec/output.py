@@ -38,6 +38,12 @@ class OutputType(enum.IntEnum):
     SMA = 4
     FETCH = 5
 
+    @property
+    def dispatches(self) -> bool:
+        """Blocks go to downstream tasks: only then does INIT wait for their replies (two-phase);
+        for the other types INIT completes at once (streamTaskCheckDownstream)."""
+        return self in (OutputType.FIXED_DISPATCH, OutputType.SHUFFLE_DISPATCH)
+
 
 @attrs.frozen
 class FixedDispatch:

@@ -126,6 +126,11 @@ class StreamTask:
         """outputInfo.type, derived from the output record."""
         return self.output.output_type
 
+    @property
+    def dispatches(self) -> bool:
+        """The task has downstream tasks to check at INIT (FIXED or SHUFFLE dispatch)."""
+        return self.output.output_type.dispatches
+
 
 class TaskVersion(Adapter):
     """I64 ver: built as SSTREAM_TASK_VER; any other version read raises at once."""

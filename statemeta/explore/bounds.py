@@ -20,6 +20,7 @@ PLAIN_STREAM_SLOTS = ("s1", "s3")
 """Plain stream tasks, in the order --stream-tasks takes them (s3's key sorts before s1's)."""
 TRIGGER_SLOT = "s2"
 FILL_HISTORY_PAIR = ("f1", "h1")
+NO_DOWNSTREAM_SLOT = "t1"
 
 BUDGETED: Mapping[str, str] = {
     "update_stage_role": "role_changes",
@@ -42,6 +43,8 @@ class Bounds:
     """The stream task f1 and its fill-history task h1."""
     trigger_timer: bool = False
     """The stream task s2, with a trigger timer."""
+    no_downstream: bool = False
+    """The task t1, with nothing downstream (its INIT completes at once)."""
     role_changes: int = 2
     start_rounds: int = 1
     reopens: int = 1
@@ -56,6 +59,8 @@ class Bounds:
         names = set(PLAIN_STREAM_SLOTS[: self.stream_tasks])
         if self.trigger_timer:
             names.add(TRIGGER_SLOT)
+        if self.no_downstream:
+            names.add(NO_DOWNSTREAM_SLOT)
         if self.fill_history:
             names.update(FILL_HISTORY_PAIR)
         if not names:

@@ -51,6 +51,8 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
                         help="leave out the pair f1 (stream task) / h1 (its fill-history task)")
     parser.add_argument("--trigger-timer", action="store_true",
                         help="add s2, a stream task with a trigger timer")
+    parser.add_argument("--no-downstream", action="store_true",
+                        help="add t1, a task with nothing downstream (INIT completes at once)")
     for name, help_text in (
         ("role_changes", "update_stage_role calls"),
         ("start_rounds", "start_all calls"),
@@ -89,6 +91,7 @@ def bounds_from(args: argparse.Namespace) -> Bounds:
         stream_tasks=args.stream_tasks,
         fill_history=args.fill_history,
         trigger_timer=args.trigger_timer,
+        no_downstream=args.no_downstream,
         role_changes=args.role_changes,
         start_rounds=args.start_rounds,
         reopens=args.reopens,

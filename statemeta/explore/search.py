@@ -183,8 +183,9 @@ class _Found:
 
 System = list["ForkableReference"]
 """The reference, and the variant when one is explored."""
-_Alphabet = list[tuple[Op, str | None, str | None]]
-"""Each operation, the budget it spends and the slot it names."""
+_Alphabet = list[tuple[Op, str | None, str | None, bool]]
+"""Each operation, the budget it spends, the slot it names and whether it has a precondition
+(the operation table's column: never run where the reference says it is broken)."""
 
 
 @attrs.frozen
@@ -279,7 +280,8 @@ def explore(
     started = time.perf_counter()
     abstraction = StateAbstraction(bounds.slots, symmetry=symmetry)
     alphabet: _Alphabet = [
-        (op, BUDGETED.get(op.name), _task_slot(op)) for op in bounds.alphabet()
+        (op, BUDGETED.get(op.name), _task_slot(op), op.spec.precondition is not None)
+        for op in bounds.alphabet()
     ]
     semantics = Semantics.of(semantics)
     start = functools.partial(_start, bounds.level, variant, semantics)
@@ -460,10 +462,12 @@ def _expand(
         visit = level.frontier[position]
         system = visit.system if visit.system is not None else _rebuild(level, visit)
         work: System | None = None
-        for op_index, (op, budget, slot) in enumerate(level.alphabet):
+        for op_index, (op, budget, slot, guarded) in enumerate(level.alphabet):
             if slot in visit.twins:
                 expansion.mirrored += 1
                 continue
+            if guarded and system[0].precondition_broken(op) is not None:
+                continue  # the caller's contract: never sent
             child_left: Budgets | None = visit.left
             if budget is not None:
                 child_left = _spend(visit.left, budget)

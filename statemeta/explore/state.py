@@ -171,10 +171,13 @@ class StateAbstraction:
         timers = state.schedule.in_firing_order()
         ranks = {t.seq: rank for rank, t in enumerate(timers)}
         triggers: dict[int, tuple[int, int]] = {}
+        launches: dict[int, tuple[int, int]] = {}
         task_timers: dict[int, list[tuple[int, int, int]]] = {}
         for t in timers:
             if t.kind is TimerKind.TRIGGER:
                 triggers[t.incarnation] = (t.due - now, ranks[t.seq])
+            elif t.kind is TimerKind.LAUNCH:
+                launches[t.incarnation] = (t.due - now, ranks[t.seq])
             elif t.kind is TimerKind.TASK:
                 task_timers.setdefault(t.incarnation, []).append((t.seq, t.due - now, ranks[t.seq]))
         sigs: list[list[Any]] = [[] for _ in self._slots]
@@ -217,6 +220,8 @@ class StateAbstraction:
                 entry.update_nodes,
                 triggers.get(entry.incarnation),
                 tuple([(delay, rank) for _seq, delay, rank in sorted(armed)]) if armed else (),
+                entry.launch,
+                launches.get(entry.incarnation),
             ))
         for tid in entries.keys() - set(listed):  # list-map broken: never in the reference
             sigs[self._slot(tid)].append(_MAP_ONLY)
@@ -229,11 +234,14 @@ class StateAbstraction:
             sigs[self._slot(tid)].append(_REMOVED)
         started = state.start.round
         if started is not None:
-            results = started.results
+            ready, failed = started.ready, started.failed
             for position, member in enumerate(started.members):
-                result = results.get(member)
                 sigs[self._slot(member)].append(
-                    ("member", position, None if result is None else result.ready)
+                    ("member", position, member in ready, member in failed)
+                )
+            for outside in (ready.keys() | failed.keys()) - started.member_set:  # the seed's
+                sigs[self._slot(outside)].append(
+                    ("result", outside in ready, outside in failed)
                 )
         self._store_part(state, store, sigs)
         by_name = self._by_name
@@ -348,12 +356,12 @@ KEY_READS: dict[type, frozenset[str]] = {
     TaskEntry: frozenset({
         "task", "lifecycle", "refcount", "acquires", "trigger_held", "downstream_ready",
         "timer_active", "drop_pending", "next_process_ver", "checkpointing_id",
-        "checkpoint_trans_id", "failed_checkpoint_id", "update_nodes",
+        "checkpoint_trans_id", "failed_checkpoint_id", "update_nodes", "launch",
     }),
     TaskLifecycle: frozenset({"status", "active", "waiting", "saved"}),
     HeartbeatState: frozenset({"tick_counter", "timer"}),
     StartInfo: frozenset({"round"}),
-    StartRound: frozenset({"members", "results"}),
+    StartRound: frozenset({"members", "ready", "failed"}),
     Schedule: frozenset({"armed"}),
     ArmedTimer: frozenset({"seq", "due", "kind", "task", "incarnation"}),
 }

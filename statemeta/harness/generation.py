@@ -17,6 +17,9 @@ operation of 25, about 1e-2 along the table):
 - the role walk elects, demotes and lets time pass (heartbeats);
 - the round walk starts a start round and lets tasks come, go and report.
 
+No operation is sent while it breaks its precondition (the ``precondition`` column of the
+operation table): a drawn one is dropped, a walk's moves are filtered.
+
 Every operation of a walk is an ordinary step (the trace holds handle_event, register, ...);
 Hypothesis shrinks a walk's length and moves like any other draw. Arguments are drawn from
 their whole domains, with the values that make sense in the current state listed ahead
@@ -25,12 +28,13 @@ their whole domains, with the values that make sense in the current state listed
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import attrs
 from hypothesis import strategies as st
 
+from statemeta.codec import NO_RELATED_TASK
 from statemeta.errors import MisuseError
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import (
@@ -116,6 +120,9 @@ class Driver(Protocol):
 
     def step(self, op: Op) -> None: ...
 
+    def allows(self, op: Op) -> bool:
+        """``op`` breaks no precondition of its OpSpec in the reference's state now."""
+
     def room(self) -> int | None:
         """How many more operations this example may run (None: no bound)."""
 
@@ -148,7 +155,9 @@ def command(driver: Driver, data: st.DataObject) -> None:
 
 
 def _run(driver: Driver, name: str, data: st.DataObject) -> None:
-    driver.step(Op.of(name, **draw_args(driver, OP_SPECS[name], data)))
+    op = Op.of(name, **draw_args(driver, OP_SPECS[name], data))
+    if driver.allows(op):
+        driver.step(op)
 
 
 def _has_room(driver: Driver) -> bool:
@@ -191,23 +200,38 @@ def _walk(driver: Driver, walk: _Walk, data: st.DataObject) -> None:
 
 def _lifecycle_walk(driver: Driver, data: st.DataObject) -> None:
     """One task (a mapped one not stopping if there is one; else a register first) taken
-    through ``lifecycle_moves`` from its current status."""
+    through ``lifecycle_moves`` from its current status. A stream task with a fill-history
+    task is drawn 3 times as often: only there can every row be taken (HALT's precondition)."""
     states = driver.task_states()
     names = [n for n, t in states.items() if not should_stop(_status(t))] or list(states)
     if names:
-        name = data.draw(st.sampled_from(names), "walk task")
+        name = data.draw(st.sampled_from(_favour_linked(names)), "walk task")
     else:
-        name = data.draw(st.sampled_from(_SLOT_NAMES), "walk task")
+        name = data.draw(st.sampled_from(_favour_linked(_SLOT_NAMES)), "walk task")
         driver.step(Op.of("register", task=name))
     ops = _LIFECYCLE_OPS[min(driver.level, 2)]
     for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
         task = driver.task_states().get(name)
         if task is None or not _has_room(driver):  # removed on the way, or the example is full
             return
-        moves = lifecycle_moves(_status(task), task["active"], ops)
-        name_, args = data.draw(st.sampled_from(moves), "move")
-        driver.step(Op.of(name_, task=name, **dict(args)))
+        moves = [
+            op for op in (
+                Op.of(name_, task=name, **dict(args))
+                for name_, args in lifecycle_moves(_status(task), task["active"], ops)
+            )
+            if driver.allows(op)
+        ]
+        if not moves:
+            return
+        driver.step(data.draw(st.sampled_from(moves), "move"))
 
+
+def _favour_linked(names: Sequence[str]) -> list[str]:
+    return [n for n in names for _ in range(3 if n in _LINKED else 1)]
+
+
+_LINKED = frozenset(s.name for s in TASK_POOL if s.record.h_task_id != NO_RELATED_TASK)
+"""The pool's stream tasks with a fill-history task."""
 
 _Move = tuple[str, tuple[tuple[str, JsonScalar], ...]]
 """An operation and its arguments other than the task."""

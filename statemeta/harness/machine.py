@@ -68,7 +68,7 @@ from statemeta.codec import (
     decode_task_key,
     encode_task_key,
 )
-from statemeta.errors import InvariantViolation
+from statemeta.errors import InvariantViolation, PreconditionError
 from statemeta.harness import generation
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.catalogue import NO_MASKS, START, Mask, key_path
@@ -424,9 +424,15 @@ class _Machine(RuleBasedStateMachine):
             self.teardown()
             raise self._divergence(e, self.sut_view) from None
 
+    def allows(self, op: Op) -> bool:
+        return self.reference.precondition_broken(op) is None
+
     def step(self, op: Op) -> None:
         if self.over:
             return
+        broken = self.reference.precondition_broken(op)
+        if broken is not None:  # generation keeps preconditions; a replayed trace may not
+            raise PreconditionError(f"step {len(self.steps) + 1}, {op!r}: {broken}")
         before = self.ref_view
         ref_result = self.reference.call(op)
         sut_result = None

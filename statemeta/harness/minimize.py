@@ -21,6 +21,7 @@ from collections.abc import Callable
 import attrs
 from hypothesis import Phase, settings
 
+from statemeta.errors import PreconditionError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import ReferenceAdapter
@@ -42,8 +43,11 @@ def minimize(
         return trace
 
     def still_fails(ops: list[Op]) -> Trace | None:
-        again = replay(ops, level=trace.level, sut=sut, sut_command=trace.sut,
-                       reference=reference, masks=trace.masks)
+        try:
+            again = replay(ops, level=trace.level, sut=sut, sut_command=trace.sut,
+                           reference=reference, masks=trace.masks)
+        except PreconditionError:
+            return None  # without the steps removed, an operation breaks its precondition
         if again is None or again.failure.kind != trace.failure.kind:
             return None
         return again if not same_place or again.mask == trace.mask else None

@@ -9,6 +9,11 @@ Levels: 1 = a task lifecycle per pool slot, no meta; 2 = the meta in memory; 3 =
 persistence (close/crash and reopen, injected store faults). An adapter started at level 2
 accepts the level-2 operations; at level 3, those of levels 2 and 3 (``ops_at``).
 
+Preconditions: an operation the seed asserts against (reference section 8.1) declares its
+rule in its row (``OpSpec.precondition``); the harness, the property suite and the explorer
+consult it and never send the operation while the rule is broken (the reference would raise
+PreconditionError). A rule reads the task the operation names, and only a mapped one.
+
 Results are JSON: ``{"ok": value}`` or ``{"error": "<statemeta.errors class name>"}``, plus
 ``"heartbeats": [hex payload, ...]`` when the operation handed heartbeats to the transport.
 Ids in results and views are ``[stream_id, task_id]``; ops name pool slots, never raw ids.
@@ -16,14 +21,21 @@ Ids in results and views are ``[stream_id, task_id]``; ops name pool slots, neve
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeAlias
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeAlias
 
 import attrs
 
-from statemeta.codec import StreamTask, TaskId
+from statemeta.codec import StreamTask, TableOutput, TaskId
 from statemeta.errors import MisuseError
-from statemeta.lifecycle import LIFECYCLE_ROWS, TaskEvent
+from statemeta.lifecycle import LIFECYCLE_ROWS, TaskEvent, TaskLifecycle
+from statemeta.meta.preconditions import (
+    LifecycleCall,
+    complete_broken,
+    halt_broken,
+    start_one_broken,
+)
 from statemeta.store import FAULT_OPS
 
 __all__ = [
@@ -37,9 +49,12 @@ __all__ = [
     "Op",
     "OpSpec",
     "Param",
+    "Precondition",
+    "TaskFacts",
     "TaskSlot",
     "ops_at",
     "slot_of",
+    "task_slot",
 ]
 
 JsonScalar: TypeAlias = str | int | bool | None
@@ -59,14 +74,17 @@ class TaskSlot:
     name: str
     record: StreamTask
     doc: str
+    id: TaskId = attrs.field(init=False, eq=False, repr=False)
+    """The record's id, made once (every operation on a slot asks for it)."""
 
-    @property
-    def id(self) -> TaskId:
+    @id.default
+    def _record_id(self) -> TaskId:
         return self.record.id
 
 
 _STREAM_A = 0x10
 _STREAM_H = 0x20
+_STREAM_T = 0x30
 
 TASK_POOL: tuple[TaskSlot, ...] = (
     TaskSlot("s1", StreamTask(stream_id=_STREAM_A, task_id=1), "a plain source task"),
@@ -92,8 +110,19 @@ TASK_POOL: tuple[TaskSlot, ...] = (
         ),
         "the fill-history task of f1",
     ),
+    TaskSlot(
+        "t1",
+        StreamTask(stream_id=_STREAM_T, task_id=1, output=TableOutput()),
+        "a task with nothing downstream (table output): INIT completes at once",
+    ),
 )
 _SLOTS: dict[str, TaskSlot] = {s.name: s for s in TASK_POOL}
+
+
+@functools.lru_cache(maxsize=64)
+def task_slot(op: Op) -> TaskSlot:
+    """The pool slot an op's ``task`` argument names (cached)."""
+    return slot_of(str(op.arg("task")))
 
 
 def slot_of(name: str) -> TaskSlot:
@@ -133,9 +162,70 @@ class Param:
         return DOMAINS[self.kind]
 
 
+class TaskFacts(Protocol):
+    """What a precondition reads of the task an operation names: its mapped entry (levels 2
+    and 3), or its pool slot's record and lifecycle (level 1)."""
+
+    @property
+    def task(self) -> StreamTask: ...
+
+    @property
+    def lifecycle(self) -> TaskLifecycle: ...
+
+    @property
+    def downstream_ready(self) -> bool: ...
+
+
+@attrs.frozen
+class Precondition:
+    """What an operation requires of its task; the seed asserts it (reference section 8.1)."""
+
+    doc: str
+    broken: Callable[[TaskFacts, Op], str | None]
+    """The rule ``op`` breaks on that task now (statemeta.meta.preconditions), or None."""
+
+
+@functools.lru_cache(maxsize=256)
+def _event_arg(op: Op) -> TaskEvent:
+    """The event an op names (cached: the explorer asks for every op in every state)."""
+    return TaskEvent[str(op.arg("event")).upper()]
+
+
+def _halt_rule(event: Callable[[Op], TaskEvent | None],
+               call: Callable[[Op], LifecycleCall]) -> Callable[[TaskFacts, Op], str | None]:
+    def broken(facts: TaskFacts, op: Op) -> str | None:
+        return halt_broken(facts.task, facts.lifecycle, event(op), call(op))
+    return broken
+
+
+_HALT_DOC = "no HALT reaches a task without a fill-history task (an attached one included)"
+_HANDLE = Precondition(_HALT_DOC, _halt_rule(
+    _event_arg, lambda op: lambda lc, hear: lc.handle(_event_arg(op), listener=hear)
+))
+_RESUME = Precondition(_HALT_DOC, _halt_rule(
+    lambda op: None, lambda op: lambda lc, hear: lc.resume(listener=hear)
+))
+_CHECKPOINT = Precondition(_HALT_DOC, _halt_rule(
+    lambda op: TaskEvent.GEN_CHECKPOINT,
+    lambda op: lambda lc, hear: lc.handle(TaskEvent.GEN_CHECKPOINT, listener=hear),
+))
+_COMPLETE_HALT = _halt_rule(
+    lambda op: None, lambda op: lambda lc, hear: lc.complete(_event_arg(op), listener=hear)
+)
+_COMPLETE = Precondition(
+    "something is active in scan_history, halt or ck; " + _HALT_DOC,
+    lambda facts, op: complete_broken(facts.lifecycle) or _COMPLETE_HALT(facts, op),
+)
+_START_ONE = Precondition(
+    "the task is not downstream-ready (unless it stops, or is a fill-history task)",
+    lambda facts, op: start_one_broken(facts.task, facts.lifecycle, facts.downstream_ready),
+)
+
+
 @attrs.frozen
 class OpSpec:
-    """One operation: its level, its parameters and what it does and returns."""
+    """One operation: its level, its parameters, what it does and returns, and what it
+    requires (None: nothing)."""
 
     name: str
     level: int
@@ -144,24 +234,36 @@ class OpSpec:
     outcome: bool = False
     """Its ``ok`` value is an outcome (applied/started/pending/rejected): an implementation
     declaring ``outcomes: ok_rejected`` is compared on ok/rejected alone."""
+    precondition: Precondition | None = None
+    """What the caller must ensure before sending it (a ``PreconditionError`` otherwise):
+    generation, the explorer and shrinking never send it broken."""
 
 
-def _spec(name: str, level: int, doc: str, *, outcome: bool = False, **params: str) -> OpSpec:
+def _spec(
+    name: str,
+    level: int,
+    doc: str,
+    precondition: Precondition | None = None,
+    *,
+    outcome: bool = False,
+    **params: str,
+) -> OpSpec:
     for kind in params.values():
         if kind not in DOMAINS:
             raise MisuseError(f"op {name}: unknown parameter kind {kind!r}")
     args = tuple(Param(p, k) for p, k in sorted(params.items()))
-    return OpSpec(name, level, args, doc, outcome)
+    return OpSpec(name, level, args, doc, outcome, precondition)
 
 
 _SPECS: tuple[OpSpec, ...] = (
     # -- level 1: one lifecycle per pool slot --------------------------------------------------
     _spec("handle", 1, "streamTaskHandleEvent on the slot's lifecycle -> outcome "
-          "(applied/started/pending/rejected)", task="task", event="event", outcome=True),
+          "(applied/started/pending/rejected)", _HANDLE, task="task", event="event",
+          outcome=True),
     _spec("complete", 1, "the second phase of a started init / init_scanhist -> outcome",
-          task="task", event="two_phase_event", outcome=True),
+          _COMPLETE, task="task", event="two_phase_event", outcome=True),
     _spec("restore", 1, "streamTaskRestoreStatus (the lifecycle's resume) -> outcome",
-          task="task", outcome=True),
+          _RESUME, task="task", outcome=True),
     _spec("reset", 1, "streamTaskResetStatus: back to uninit, nothing active/waiting/saved "
           "-> null", task="task"),
     _spec("set_ready", 1, "streamTaskSetStatusReady -> outcome (rejected while dropping)",
@@ -175,13 +277,16 @@ _SPECS: tuple[OpSpec, ...] = (
     _spec("release", 2, "streamMetaReleaseTask of the slot's latest outstanding handle (none "
           "outstanding: the last handle given back again, or a never-issued one) -> null",
           task="task"),
-    _spec("handle_event", 2, "streamTaskHandleEvent on a mapped task -> outcome",
-          task="task", event="event", outcome=True),
+    _spec("handle_event", 2, "streamTaskHandleEvent on a mapped task -> outcome (init / "
+          "init_scanhist of a task with nothing downstream: applied at once, as complete_event)",
+          _HANDLE, task="task", event="event", outcome=True),
     _spec("complete_event", 2, "the second phase of init / init_scanhist -> outcome "
-          "(applied: downstream-ready)", task="task", event="two_phase_event", outcome=True),
-    _spec("resume", 2, "streamTaskResume -> outcome", task="task", outcome=True),
+          "(applied: downstream-ready, a ready result, its fill-history task launched)",
+          _COMPLETE, task="task", event="two_phase_event", outcome=True),
+    _spec("resume", 2, "streamTaskResume -> outcome", _RESUME, task="task", outcome=True),
     _spec("begin_checkpoint", 2, "gen_checkpoint recording checkpoint id `checkpoint` "
-          "(trans id 1) -> outcome", task="task", checkpoint="checkpoint", outcome=True),
+          "(trans id 1) -> outcome", _CHECKPOINT, task="task", checkpoint="checkpoint",
+          outcome=True),
     _spec("save_task", 2, "streamMetaSaveTask of the in-memory record with the current status "
           "byte and the checkpoint in progress (if any) -> null; durable at the next commit",
           task="task"),
@@ -189,8 +294,10 @@ _SPECS: tuple[OpSpec, ...] = (
     _spec("load_all", 2, "streamMetaLoadAllTasks -> {loaded, removed, duplicates, "
           "undecodable: [key hex], cleared}"),
     _spec("latest_checkpoint_id", 2, "streamMetaGetLatestCheckpointId -> int"),
-    _spec("start_all", 2, "streamMetaStartAllTasks -> [[id, started/ready/failed/skipped], ...]"),
-    _spec("start_one", 2, "streamMetaStartOneTask -> started/ready/failed/skipped", task="task"),
+    _spec("start_all", 2, "streamMetaStartAllTasks -> [[id, started/ready/failed/skipped], ...] "
+          "(ready: downstream-ready already, or at once with nothing downstream)"),
+    _spec("start_one", 2, "streamMetaStartOneTask -> started/ready/failed/skipped (not mapped: "
+          "a failed result, then the error UnknownTaskError)", _START_ONE, task="task"),
     _spec("report_launch", 2, "streamMetaAddTaskLaunchResult -> bool (false: ignored)",
           task="task", ready="bool"),
     _spec("all_tasks_ready", 2, "streamMetaAllTasksReady -> bool"),

@@ -24,7 +24,12 @@ from typing import Literal, Self
 import attrs
 
 from statemeta.codec import EpSet, StreamTask, TaskId, cached
-from statemeta.errors import InvariantViolation, MisuseError, StatemetaError
+from statemeta.errors import (
+    InvariantViolation,
+    MisuseError,
+    PreconditionError,
+    StatemetaError,
+)
 from statemeta.harness.adapter import PROTOCOL_VERSION
 from statemeta.harness.normalize import (
     Json,
@@ -38,8 +43,10 @@ from statemeta.harness.operations import (
     REGISTER_VER,
     TASK_POOL,
     Op,
+    TaskFacts,
     ops_at,
     slot_of,
+    task_slot,
 )
 from statemeta.harness.variants import VARIANTS
 from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus, transition_row
@@ -106,6 +113,15 @@ class ObservedStreamMeta(StreamMeta):
 
 
 _Handler = Callable[["ReferenceAdapter", Op], object]
+
+
+@attrs.frozen
+class _SlotFacts:
+    """A level-1 slot as a precondition reads it: its record and lifecycle (no meta)."""
+
+    task: StreamTask
+    lifecycle: TaskLifecycle
+    downstream_ready: bool = False
 
 
 class ReferenceAdapter:
@@ -182,6 +198,10 @@ class ReferenceAdapter:
             raise MisuseError(f"{op!r} is not an operation of level {self.level or 'none'}")
         self._sent = []
         try:
+            if self.level == 1:  # a lifecycle alone does not know its slot's record
+                broken = self.precondition_broken(op)
+                if broken is not None:
+                    raise PreconditionError(broken)
             value = to_json(_HANDLERS[op.name](self, op))
         except InvariantViolation:
             raise
@@ -194,6 +214,20 @@ class ReferenceAdapter:
         if self.observed is not None:
             return self.observed[self.level].result_of(op, result)
         return result
+
+    def precondition_broken(self, op: Op) -> str | None:
+        """The precondition of ``op`` (its OpSpec's column) that it would break now, or None
+        (also when it names no task, or a task that is not mapped)."""
+        precondition = op.spec.precondition
+        if precondition is None:
+            return None
+        slot = task_slot(op)
+        facts: TaskFacts | None
+        if self.level == 1:
+            facts = _SlotFacts(slot.record, self._lifecycles[slot.name])
+        else:
+            facts = self.meta.state.entries.get(slot.id)
+        return None if facts is None else precondition.broken(facts, op)
 
     def view(self) -> dict[str, Json]:
         if self.level == 1:

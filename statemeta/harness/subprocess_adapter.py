@@ -454,6 +454,7 @@ def _slot_json(slot: TaskSlot) -> dict[str, Any]:
         "trigger_param": record.trigger_param,
         "h_task_id": id_json(record.h_task_id),
         "stream_task_id": id_json(record.stream_task_id),
+        "dispatches": record.dispatches,
     }
 
 

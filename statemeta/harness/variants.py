@@ -191,7 +191,7 @@ class DroppingKeptAtLoad(MetaCore):
 
 class StartRoundByCount(MetaCore):
     def _round_done(self, started: StartRound) -> bool:
-        return len(started.results) >= len(self.state.entries)  # the seed: results counted
+        return started.count >= len(self.state.entries)  # the seed: results counted
 
 
 class SecondHeartbeatChain(MetaCore):

@@ -9,7 +9,9 @@ and persists every task in the table ``task.db`` of an injected store. All of it
 rows. The core reads no clock (the edge sets ``now`` before each call), arms no real timer (it
 adds rows to its schedule; the edge's clock calls ``fire(seq)``) and calls no transport or
 callback (it queues ``effects`` in ``outbox``). Copying a core is copying its state (``copy``).
-The public face is ``StreamMeta`` (stream_meta.py), which carries the effects out.
+The public face is ``StreamMeta`` (stream_meta.py), which carries the effects out. Starting
+tasks, the downstream-ready step and the fill-history launch are in starting.py, the
+primitives every operation shares in registry.py.
 
 Durability: every mutating operation that writes commits its own writes before it returns
 (register, unregister, load's removals, the clearing of a stream task's fill-history id);
@@ -64,7 +66,7 @@ from statemeta.lifecycle import (
     should_stop,
 )
 from statemeta.meta import heartbeat
-from statemeta.meta.effects import SendHeartbeat, StartComplete
+from statemeta.meta.effects import SendHeartbeat
 from statemeta.meta.entry import TaskEntry
 from statemeta.meta.persist import LoadReport, plan_load
 from statemeta.meta.registry import (
@@ -73,10 +75,9 @@ from statemeta.meta.registry import (
     CHECKPOINT_TABLE,
     SNODE_HANDLE,
     TASK_TABLE,
-    MetaRegistry,
     task_id,
 )
-from statemeta.meta.start_round import LaunchResult, StartRound, StartStep
+from statemeta.meta.starting import MetaStarting
 from statemeta.meta.state import ArmedTimer, TimerKind
 from statemeta.roles import Role, RoleEvent
 from statemeta.semantics import Switch
@@ -113,7 +114,7 @@ class TaskHandle:
     incarnation: int
 
 
-class MetaCore(MetaRegistry):
+class MetaCore(MetaStarting):
     """The meta's operations (streamMeta.c); no I/O but the injected store (see the docstring).
 
     The operations assume the meta is open (the edge refuses calls once closed) and that
@@ -214,27 +215,33 @@ class MetaCore(MetaRegistry):
     # -- task events ------------------------------------------------------------------------
 
     def handle_event(self, stream_id: int, task_id_: int, event: TaskEvent) -> Outcome:
-        """streamTaskHandleEvent on a mapped task."""
+        """streamTaskHandleEvent on a mapped task. INIT / INIT_SCANHIST of a task with nothing
+        downstream completes inside the call (APPLIED; see ``_downstream_ready``)."""
         entry = self.entry(stream_id, task_id_)
-        outcome = entry.lifecycle.handle(event, listener=self._on_status_change)
+        self._require_halt_link(entry, event, lambda lc, hear: lc.handle(event, listener=hear))
+        outcome = self._handle(entry, event)
         if event is TaskEvent.PAUSE:
             self._paused_call(+1)  # M1: streamTaskPause, whatever the outcome
         if event is TaskEvent.CHECKPOINT_DONE and outcome is Outcome.APPLIED:
             entry.checkpointing_id = 0
             entry.checkpoint_trans_id = 0
+        self._complete_round_if_done()
         return outcome
 
     def complete_event(self, stream_id: int, task_id_: int, event: TaskEvent) -> Outcome:
-        """The second phase of INIT / INIT_SCANHIST: the task becomes downstream-ready."""
+        """The second phase of INIT / INIT_SCANHIST (the last downstream reply): the task
+        becomes downstream-ready, its ready result is recorded and its fill-history task, if it
+        has one, is launched (``_downstream_ready``)."""
         entry = self.entry(stream_id, task_id_)
-        outcome = entry.lifecycle.complete(event, listener=self._on_status_change)
-        if outcome is Outcome.APPLIED:
-            entry.downstream_ready = True
+        self._require_halt_link(entry, None, lambda lc, hear: lc.complete(event, listener=hear))
+        outcome = self._downstream_ready(entry, event)
+        self._complete_round_if_done()
         return outcome
 
     def resume(self, stream_id: int, task_id_: int) -> Outcome:
         """streamTaskResume: back to the status saved by PAUSE or HALT."""
         entry = self.entry(stream_id, task_id_)
+        self._require_halt_link(entry, None, lambda lc, hear: lc.resume(listener=hear))
         if entry.lifecycle.status is TaskStatus.PAUSE:
             self._paused_call(-1)  # M1: streamTaskResume from PAUSE
         return entry.lifecycle.resume(listener=self._on_status_change)
@@ -244,7 +251,9 @@ class MetaCore(MetaRegistry):
     ) -> Outcome:
         """The checkpoint-source request: GEN_CHECKPOINT, recording the checkpoint in progress."""
         entry = self.entry(stream_id, task_id_)
-        outcome = entry.lifecycle.handle(TaskEvent.GEN_CHECKPOINT, listener=self._on_status_change)
+        event = TaskEvent.GEN_CHECKPOINT
+        self._require_halt_link(entry, event, lambda lc, hear: lc.handle(event, listener=hear))
+        outcome = entry.lifecycle.handle(event, listener=self._on_status_change)
         if outcome is Outcome.APPLIED:
             entry.checkpointing_id = checkpoint_id
             entry.checkpoint_trans_id = trans_id
@@ -338,48 +347,6 @@ class MetaCore(MetaRegistry):
                 rows.append((key, None))
         return tuple(rows)
 
-    # -- start ------------------------------------------------------------------------------
-
-    def start_all(self) -> tuple[tuple[TaskId, StartStep], ...]:
-        """streamMetaStartAllTasks: open a round over the listed tasks and start each one.
-
-        A round still open is superseded (its callback never runs). A round over zero tasks,
-        or one whose every member has a result already, completes before this returns.
-        """
-        info = self.state.start
-        if not self.state.ids and self.by_count:
-            return ()  # M7: the seed returns at once, with no round and no callback
-        if info.round is not None:
-            info.superseded += 1
-        entries = self.state.entries
-        info.round = StartRound(tuple(self.state.ids), self.now)
-        steps = tuple(
-            (tid, self._start_task(entries[tid]) if tid in entries else self._not_acquired(tid))
-            for tid in info.round.members
-        )
-        self._complete_round_if_done()
-        return steps
-
-    def start_one(self, stream_id: int, task_id_: int) -> StartStep:
-        """streamMetaStartOneTask: start one mapped task (it joins the open round, if any)."""
-        entry = self.entry(stream_id, task_id_)
-        if self.state.start.round is not None:
-            self.state.start.round.add_member(entry.id)
-        step = self._start_task(entry)
-        self._complete_round_if_done()
-        return step
-
-    def report_launch(self, stream_id: int, task_id_: int, ready: bool) -> bool:
-        """streamMetaAddTaskLaunchResult: False (ignored) outside a round, for a non-member or
-        for a member that has a result already (the first one is kept)."""
-        accepted = self._record_launch(task_id(stream_id, task_id_), ready)
-        self._complete_round_if_done()
-        return accepted
-
-    def all_tasks_ready(self) -> bool:
-        """streamMetaAllTasksReady: every listed task is downstream-ready."""
-        return all(entry.downstream_ready for entry in self.listed())
-
     # -- stop and close ---------------------------------------------------------------------
 
     def stop_all(self) -> tuple[TaskId, ...]:
@@ -466,6 +433,9 @@ class MetaCore(MetaRegistry):
             return  # its registration is gone (the removal cancels its timers: not reached)
         if timer.kind is TimerKind.TRIGGER:
             self._fire_trigger(entry)
+        elif timer.kind is TimerKind.LAUNCH:
+            self._fire_launch(entry)
+            self._complete_round_if_done()
         else:
             self._end_task_timer(entry)
 
@@ -481,100 +451,7 @@ class MetaCore(MetaRegistry):
         if not (should_stop(status) or should_pause(status)):
             self._arm_trigger(entry)
 
-    def _end_task_timer(self, entry: TaskEntry) -> None:
-        entry.timer_active -= 1
-        if entry.drop_pending and entry.timer_active == 0:
-            entry.drop_pending = False  # a failed removal stays DROPPING: unregister retries
-            self._remove(entry)
-
     # -- internals --------------------------------------------------------------------------
-
-    def _remove(self, entry: TaskEntry) -> None:
-        """The second half of unregister: delete (and clear the stream task's id), commit,
-        then drop it from list, map and counters and release the meta's references."""
-        state = self.state
-        tid = entry.id
-        upserts: list[tuple[bytes, bytes]] = []
-        stream_entry = (
-            state.entries.get(entry.task.stream_task_id) if entry.task.fill_history else None
-        )
-        cleared: StreamTask | None = None
-        if stream_entry is not None and (
-            stream_entry.task.h_task_id == tid
-            or self.profile.seed(Switch.UNREGISTER_CLEARS_ANY_LINK)  # M9
-        ):
-            cleared = attrs.evolve(stream_entry.task, h_task_id=NO_RELATED_TASK)
-            upserts.append(self.codec.record(cleared))
-
-        def apply() -> None:
-            if stream_entry is not None and cleared is not None:
-                stream_entry.task = cleared
-            del state.entries[tid]
-            state.ids.remove(tid)
-            if not entry.task.fill_history:
-                state.stream_count -= 1
-            if entry.trigger_held:
-                entry.trigger_held = False
-                entry.refcount -= 1
-            self._cancel_timers(entry)
-            entry.drop_pending = False
-            entry.refcount -= 1
-            if entry.refcount > 0:
-                state.detached[entry.incarnation] = entry
-            state.removed.add(tid)
-            self._complete_round_if_done()
-
-        self._remove_durably(
-            upserts, (self.codec.task_key(tid.stream_id, tid.task_id),), apply
-        )
-
-    def _not_acquired(self, tid: TaskId) -> StartStep:
-        """start_all of a listed id that is not mapped (left by the seed's register, M2): the
-        acquire fails, a failed result is recorded."""
-        self._record_launch(tid, False)
-        return StartStep.FAILED
-
-    def _start_task(self, entry: TaskEntry) -> StartStep:
-        status = entry.lifecycle.status
-        if should_stop(status):
-            self._record_launch(entry.id, False)
-            return StartStep.FAILED
-        if entry.task.fill_history:
-            return StartStep.SKIPPED
-        if entry.downstream_ready:
-            self._record_launch(entry.id, True)
-            return StartStep.READY
-        outcome = entry.lifecycle.handle(TaskEvent.INIT, listener=self._on_status_change)
-        if outcome is Outcome.REJECTED:
-            self._record_launch(entry.id, False)
-            if entry.task.h_task_id != NO_RELATED_TASK:
-                self._record_launch(entry.task.h_task_id, False)
-            return StartStep.FAILED
-        return StartStep.STARTED
-
-    def _record_launch(self, tid: TaskId, ready: bool) -> bool:
-        started = self.state.start.round
-        if started is None:
-            return False
-        return started.record(LaunchResult(tid, ready, started.started_ms, self.now))
-
-    def _complete_round_if_done(self) -> None:
-        info = self.state.start
-        started = info.round
-        if started is None or not self._round_done(started):
-            return
-        result = started.result(self.now)
-        info.round = None
-        info.completed += 1
-        info.last = result
-        self.outbox.append(StartComplete(result))
-
-    def _round_done(self, started: StartRound) -> bool:
-        """A round completes when every listed task still mapped has a result (in the seed:
-        when it has as many results as the map has tasks, checked as each operation ends)."""
-        if self.by_count:
-            return len(started.results) == len(self.state.entries)
-        return started.complete(self.state.entries)
 
     def _send_heartbeat(self, *, before_close: bool) -> bool:
         """metaHeartbeatToMnodeImpl: build and encode one message, queued for the transport."""

@@ -13,6 +13,7 @@ import attrs
 
 from statemeta.codec import StreamTask, TaskId
 from statemeta.lifecycle import TaskLifecycle
+from statemeta.meta.launch import LaunchRetry
 
 ExpandHook = Callable[[StreamTask, int], StreamTask]
 """The meta's ``expandFunc``: the record to keep and store for a task registered (or loaded)
@@ -57,6 +58,8 @@ class TaskEntry:
     failed_checkpoint_id: int = 0
     update_nodes: tuple[int, ...] = ()
     """outputInfo.pDownstreamUpdateList: node ids the next heartbeat reports."""
+    launch: LaunchRetry | None = None
+    """The fill-history launch retry while its timer runs (its tick is a LAUNCH timer)."""
 
     def copy(self) -> TaskEntry:
         """An independent copy: every field is an immutable value but the lifecycle."""
@@ -76,4 +79,5 @@ class TaskEntry:
             self.checkpoint_trans_id,
             self.failed_checkpoint_id,
             self.update_nodes,
+            self.launch,
         )

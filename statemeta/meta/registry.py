@@ -17,13 +17,14 @@ from typing import Self
 
 import attrs
 
-from statemeta.codec import STREAM_TASK_KEY_LEN, StreamTask, TaskId
+from statemeta.codec import NO_RELATED_TASK, STREAM_TASK_KEY_LEN, StreamTask, TaskId
 from statemeta.errors import StoreFault, UnknownTaskError
 from statemeta.lifecycle import StatusChange, TaskLifecycle, TaskStatus
 from statemeta.meta import heartbeat
-from statemeta.meta.effects import Effect
+from statemeta.meta.effects import Effect, StartComplete
 from statemeta.meta.entry import ExpandHook, TaskEntry
 from statemeta.meta.persist import Codec, codec_for
+from statemeta.meta.start_round import LaunchResult, StartRound
 from statemeta.meta.state import MetaState, TimerKind
 from statemeta.roles import Role, RoleEvent, RoleRow, role_row
 from statemeta.semantics import Profile, Semantics, Switch, as_profile
@@ -143,10 +144,11 @@ class MetaRegistry:
 
     def _cancel_timers(self, entry: TaskEntry) -> None:
         schedule = self.state.schedule
-        for kind in (TimerKind.TRIGGER, TimerKind.TASK):
+        for kind in (TimerKind.TRIGGER, TimerKind.TASK, TimerKind.LAUNCH):
             for timer in schedule.of_task(entry, kind):
                 schedule.cancel(timer.seq)
         entry.timer_active = 0
+        entry.launch = None
 
     def take_trace(self) -> CheckTrace:
         """What happened since the last call (recorded only in check mode)."""
@@ -266,6 +268,80 @@ class MetaRegistry:
                 self._ensure_transaction()
                 write()
         apply()
+
+    # -- removal and the start round's bookkeeping --------------------------------------
+
+    def _remove(self, entry: TaskEntry) -> None:
+        """The second half of unregister: delete (and clear the stream task's id), commit,
+        then drop it from list, map and counters and release the meta's references."""
+        state = self.state
+        tid = entry.id
+        upserts: list[tuple[bytes, bytes]] = []
+        stream_entry = (
+            state.entries.get(entry.task.stream_task_id) if entry.task.fill_history else None
+        )
+        cleared: StreamTask | None = None
+        if stream_entry is not None and (
+            stream_entry.task.h_task_id == tid
+            or self.profile.seed(Switch.UNREGISTER_CLEARS_ANY_LINK)  # M9
+        ):
+            cleared = attrs.evolve(stream_entry.task, h_task_id=NO_RELATED_TASK)
+            upserts.append(self.codec.record(cleared))
+
+        def apply() -> None:
+            if stream_entry is not None and cleared is not None:
+                stream_entry.task = cleared
+            del state.entries[tid]
+            state.ids.remove(tid)
+            if not entry.task.fill_history:
+                state.stream_count -= 1
+            if entry.trigger_held:
+                entry.trigger_held = False
+                entry.refcount -= 1
+            self._cancel_timers(entry)
+            entry.drop_pending = False
+            entry.refcount -= 1
+            if entry.refcount > 0:
+                state.detached[entry.incarnation] = entry
+            state.removed.add(tid)
+            self._complete_round_if_done()
+
+        self._remove_durably(
+            upserts, (self.codec.task_key(tid.stream_id, tid.task_id),), apply
+        )
+
+    def _end_task_timer(self, entry: TaskEntry) -> None:
+        entry.timer_active -= 1
+        if entry.drop_pending and entry.timer_active == 0:
+            entry.drop_pending = False  # a failed removal stays DROPPING: unregister retries
+            self._remove(entry)
+
+    def _record_launch(self, tid: TaskId, ready: bool) -> bool:
+        started = self.state.start.round
+        if started is None:
+            return False
+        result = LaunchResult(tid, ready, started.started_ms, self.now)
+        if self.by_count:
+            return started.record_seed(result)  # M7: the seed's two sets
+        return started.record(result)
+
+    def _complete_round_if_done(self) -> None:
+        info = self.state.start
+        started = info.round
+        if started is None or not self._round_done(started):
+            return
+        result = started.result(self.now)
+        info.round = None
+        info.completed += 1
+        info.last = result
+        self.outbox.append(StartComplete(result))
+
+    def _round_done(self, started: StartRound) -> bool:
+        """A round completes when every listed task still mapped has a result (in the seed:
+        when it has as many results as the map has tasks, checked as each operation ends)."""
+        if self.by_count:
+            return started.count == len(self.state.entries)
+        return started.complete(self.state.entries)
 
     def _rollback(self) -> None:
         """Back to the last commit, in the store and in the records save_task changed."""

@@ -1,11 +1,15 @@
 """The start bookkeeping of a meta (STaskStartInfo): one round of launching every listed task.
 
-``start_all`` opens a round over the ids listed at that moment (its members). Each member gets
-one launch result, ready or failed; the first result of a member is kept, a result for any other
-id is ignored. The round completes when every member still in the meta has a result (not by
-counting results against the map size, as the seed does), and the meta then calls the
+``start_all`` opens a round over the ids listed at that moment (its members). Results go into
+TDengine's two sets, ``ready`` and ``failed``. Each member gets one launch result, ready or
+failed; the first result of a member is kept, a result for any other id is ignored. The round
+completes when every member still in the meta has a result, and the meta then calls the
 start-complete callback once. A round over zero tasks completes at once. TDengine's
 ``taskStarting`` gate is the round being open: results outside a round are not recorded.
+
+The seed (M7, ``record_seed``) puts any id into the set of its kind unless that set has it
+already (taosHashPut with update = false), so one id can be in both sets and a non-member in
+either, and the round completes when the two sets together number the map's tasks.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ class StartStep(enum.Enum):
     STARTED = "started"
     """INIT started: the task checks its downstream; its result comes by report_launch."""
     READY = "ready"
-    """Already downstream-ready: recorded ready at once."""
+    """Downstream-ready (already, or at once: nothing downstream): recorded ready."""
     FAILED = "failed"
     """Not acquirable (stopping or dropping) or INIT rejected: recorded failed."""
     SKIPPED = "skipped"
@@ -73,16 +77,28 @@ class StartRound:
     members: tuple[TaskId, ...]
     started_ms: int
     member_set: frozenset[TaskId] = attrs.field(init=False)
-    results: dict[TaskId, LaunchResult] = attrs.field(factory=dict, init=False)
+    ready: dict[TaskId, LaunchResult] = attrs.field(factory=dict, init=False)
+    """pReadyTaskSet: the ready results, in the order recorded."""
+    failed: dict[TaskId, LaunchResult] = attrs.field(factory=dict, init=False)
+    """pFailedTaskSet."""
 
     def __attrs_post_init__(self) -> None:
         self.member_set = frozenset(self.members)
 
     def copy(self) -> StartRound:
-        """An independent copy (the results are the one mutable part)."""
+        """An independent copy (the two sets are the mutable part)."""
         new = StartRound(self.members, self.started_ms)
-        new.results = dict(self.results)
+        new.ready = dict(self.ready)
+        new.failed = dict(self.failed)
         return new
+
+    @property
+    def count(self) -> int:
+        """|ready| + |failed|: what the seed compares with the map's size."""
+        return len(self.ready) + len(self.failed)
+
+    def has_result(self, task_id: TaskId) -> bool:
+        return task_id in self.ready or task_id in self.failed
 
     def add_member(self, task_id: TaskId) -> None:
         """A task started by start_one during the round joins it (it is in the map now)."""
@@ -92,21 +108,38 @@ class StartRound:
 
     def record(self, result: LaunchResult) -> bool:
         """Keeps the first result of a member; False (ignored) for anything else."""
-        if result.id not in self.member_set or result.id in self.results:
+        if result.id not in self.member_set or self.has_result(result.id):
             return False
-        self.results[result.id] = result
+        (self.ready if result.ready else self.failed)[result.id] = result
+        return True
+
+    def record_seed(self, result: LaunchResult) -> bool:
+        """The seed (M7): into the set of its kind, unless that set has the id already."""
+        kind = self.ready if result.ready else self.failed
+        if result.id in kind:
+            return False
+        kind[result.id] = result
         return True
 
     def complete(self, mapped: Container[TaskId]) -> bool:
         """Every member still in the meta has a result."""
-        return all(m in self.results for m in self.members if m in mapped)
+        return all(self.has_result(m) for m in self.members if m in mapped)
 
     def result(self, now_ms: int) -> StartRoundResult:
-        ready = tuple(m for m in self.members if m in self.results and self.results[m].ready)
-        failed = tuple(
-            m for m in self.members if m in self.results and not self.results[m].ready
+        """Members in member order, then any other id (only the seed records one) as recorded."""
+        return StartRoundResult(
+            self.members, _in_order(self.members, self.ready),
+            _in_order(self.members, self.failed), self.started_ms, now_ms,
         )
-        return StartRoundResult(self.members, ready, failed, self.started_ms, now_ms)
+
+
+def _in_order(members: tuple[TaskId, ...], results: dict[TaskId, LaunchResult]) -> tuple[
+    TaskId, ...
+]:
+    inside = tuple(m for m in members if m in results)
+    if len(inside) == len(results):
+        return inside
+    return inside + tuple(t for t in results if t not in inside)
 
 
 @attrs.define(slots=True, eq=False)

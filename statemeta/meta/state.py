@@ -29,6 +29,9 @@ class TimerKind(enum.Enum):
     """A task's trigger timer: re-armed every trigger_param ms until the task stops or pauses."""
     TASK = "task"
     """A task timer (start_task_timer): timerActive - 1 when it fires."""
+    LAUNCH = "launch"
+    """A tick of a stream task's fill-history launch retry (launch.py); timerActive holds 1
+    from its arming to its end."""
 
 
 @attrs.frozen

@@ -43,7 +43,10 @@ CATCHING_BOUNDS: dict[str, Bounds] = {
     "stream_count_counts_fill_history": attrs.evolve(
         _ONE_TASK, stream_tasks=0, fill_history=True, max_depth=1
     ),
-    "waiting_fired_early": attrs.evolve(_ONE_TASK, max_depth=5),
+    # HALT is sent only to a stream task with a fill-history task (its precondition): f1
+    "waiting_fired_early": attrs.evolve(
+        _ONE_TASK, stream_tasks=0, fill_history=True, max_depth=5
+    ),
     "waiting_fired_lifo": attrs.evolve(_ONE_TASK, max_depth=7),
 }
 """Variant -> bounds whose depth is its shortest counterexample's length."""

@@ -78,7 +78,7 @@ def test_forks_are_independent_of_each_other() -> None:
 
 
 def test_only_plain_stream_tasks_are_interchangeable() -> None:
-    assert symmetry_classes(TASK_POOL) == (("s1", "s3"), ("s2",), ("f1",), ("h1",))
+    assert symmetry_classes(TASK_POOL) == (("s1", "s3"), ("s2",), ("f1",), ("h1",), ("t1",))
 
 
 def test_symmetric_states_share_a_key_only_with_symmetry() -> None:

@@ -35,8 +35,8 @@ def test_round_with_failures_duplicates_and_unknown_ids(tmp_path: Path) -> None:
         task(3).id: StartStep.FAILED,
     }
     assert meta.report_launch(0x10, 99, True) is False  # unknown: ignored
-    assert meta.complete_event(0x10, 1, TaskEvent.INIT) is Outcome.APPLIED
-    assert meta.report_launch(0x10, 1, True) is True
+    assert meta.complete_event(0x10, 1, TaskEvent.INIT) is Outcome.APPLIED  # records ready
+    assert meta.start_round().ready == (task(1).id,)
     assert meta.report_launch(0x10, 1, False) is False  # the first result is kept
     assert results == []
     assert meta.report_launch(0x10, 2, False) is True

@@ -16,7 +16,7 @@ from meta_support import committed, faulty_factory, fill_history_pair, open_meta
 from statemeta.codec import NO_RELATED_TASK, TaskId, encode_task_key
 from statemeta.errors import MisuseError, SpecError, StatemetaError
 from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus
-from statemeta.meta import StreamMeta
+from statemeta.meta import StreamMeta, VirtualClock
 from statemeta.semantics import Profile, Semantics, as_profile
 from statemeta.store import FaultyStore, LmdbStore
 from statemeta.tables import DIVERGENCES, Switch, load_divergences, read_spec, spec_dir
@@ -244,6 +244,21 @@ def save_an_unmapped_task(open_: Open, _path: Path) -> object:
     return error_of(lambda: meta.save_task(T1)), len(meta.stored_tasks())
 
 
+def give_up_a_fill_history_launch(open_: Open, _path: Path) -> object:
+    """The fill-history task is never registered: the retry gives up and clears the link."""
+    stream, _history = fill_history_pair()
+    clock = VirtualClock()
+    meta = open_(clock=clock)
+    meta.register(stream, 5)
+    meta.start_all()
+    meta.complete_event(stream.stream_id, stream.task_id, E.INIT)
+    while clock.run_next():
+        pass
+    (stored,) = (t for _key, t in meta.stored_tasks())
+    assert stored is not None and meta.task(stream.stream_id, 1).h_task_id == NO_RELATED_TASK
+    return stored.h_task_id == NO_RELATED_TASK
+
+
 META_SHOWN: dict[Switch, MetaShown] = {
     # M1: PAUSE, PAUSE: the seed counts two paused tasks for one.
     Switch.PAUSED_COUNT_DRIFTS: MetaShown(pause_twice, (S.PAUSE, 1), (S.PAUSE, 2)),
@@ -278,6 +293,8 @@ META_SHOWN: dict[Switch, MetaShown] = {
                                                  True),
     # M10: the seed writes the record of a task it does not map.
     Switch.SAVE_TASK_UNMAPPED: MetaShown(save_an_unmapped_task, ("UnknownTaskError", 0), (None, 1)),
+    # M11: the retry gives up: the seed clears the link in memory only, the store keeps it.
+    Switch.LAUNCH_GIVE_UP_NOT_SAVED: MetaShown(give_up_a_fill_history_launch, True, False),
 }
 
 

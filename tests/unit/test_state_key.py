@@ -14,7 +14,8 @@ from statemeta.harness.operations import TASK_POOL, Op, slot_of
 from statemeta.lifecycle import TaskEvent, TaskStatus
 from statemeta.meta import MetaState, TimerKind
 from statemeta.meta.entry import TaskEntry
-from statemeta.meta.start_round import StartRound
+from statemeta.meta.launch import LaunchRetry
+from statemeta.meta.start_round import LaunchResult, StartRound
 
 S1, S3 = slot_of("s1").id, slot_of("s3").id
 
@@ -65,6 +66,7 @@ _ENTRY: dict[str, Callable[[TaskEntry], object]] = {
     "checkpoint_trans_id": lambda e: setattr(e, "checkpoint_trans_id", 5),
     "failed_checkpoint_id": lambda e: setattr(e, "failed_checkpoint_id", 5),
     "update_nodes": lambda e: setattr(e, "update_nodes", (*e.update_nodes, 3)),
+    "launch": lambda e: setattr(e, "launch", LaunchRetry(S3)),
 }
 _LIFECYCLE: dict[str, Callable[[TaskEntry], None]] = {
     "status": lambda e: setattr(e.lifecycle, "status", TaskStatus.READY),
@@ -80,7 +82,22 @@ _HEARTBEAT: dict[str, Callable[[MetaState], object]] = {
 }
 
 
+_ROUND: dict[str, Callable[[StartRound], object]] = {
+    "members": lambda r: setattr(r, "members", (S1, S3)),
+    "ready": lambda r: r.ready.__setitem__(S1, LaunchResult(S1, True, 0, 0)),
+    "failed": lambda r: r.failed.__setitem__(S3, LaunchResult(S3, False, 0, 0)),
+}
+"""Each on a round open over s1 (``failed`` names a non-member, as only the seed records)."""
+
+
+def _round(state: MetaState) -> StartRound:
+    if state.start.round is None:
+        state.start.round = StartRound((S1,), 0)
+    return state.start.round
+
+
 def test_the_perturbations_below_cover_every_field_the_key_reads() -> None:
+    assert _ROUND.keys() == KEY_READS[StartRound]
     assert _STATE.keys() == KEY_READS[MetaState]
     assert _ENTRY.keys() == KEY_READS[TaskEntry]
     assert _LIFECYCLE.keys() == KEY_READS[type(_base().meta.state.entries[S1].lifecycle)]
@@ -110,6 +127,25 @@ def test_changing_a_field_of_the_meta_state_changes_the_key(field: str) -> None:
 @pytest.mark.parametrize("field", sorted(_ENTRY))
 def test_changing_a_field_of_a_task_entry_changes_the_key(field: str) -> None:
     assert _changes_the_key(lambda s: _ENTRY[field](_entry(s)))
+
+
+@pytest.mark.parametrize("field", sorted(_ROUND))
+def test_changing_a_field_of_the_start_round_changes_the_key(field: str) -> None:
+    def perturb(state: MetaState) -> None:
+        _ROUND[field](_round(state))
+
+    base = _base()
+    _round(base.meta.state)
+    changed = base.fork()
+    perturb(changed.meta.state)
+    abstraction = StateAbstraction(TASK_POOL, symmetry=False)
+    assert abstraction.key(changed) != abstraction.key(base)
+
+
+def test_a_launch_timer_is_in_the_key() -> None:
+    assert _changes_the_key(
+        lambda s: s.schedule.arm(100, TimerKind.LAUNCH, S1, _entry(s).incarnation)
+    )
 
 
 @pytest.mark.parametrize("field", sorted(_LIFECYCLE))
