@@ -437,8 +437,9 @@ class MetaCore(MetaRegistry):
     # -- role and heartbeat -----------------------------------------------------------------
 
     def update_stage_role(self, stage: int, is_leader: bool) -> Role:
-        """streamMetaUpdateStageRole: new stage; LEADER starts the (one) heartbeat chain,
-        LEADER -> FOLLOWER stops it and arms the before-close heartbeat."""
+        """streamMetaUpdateStageRole: new stage; becoming (or staying) LEADER ticks the one
+        heartbeat chain at once (it may send), LEADER -> FOLLOWER stops it and arms the
+        before-close heartbeat."""
         state = self.state
         state.stage = stage
         row = self._apply_role(RoleEvent.BECOME_LEADER if is_leader else RoleEvent.BECOME_FOLLOWER)
@@ -446,8 +447,8 @@ class MetaCore(MetaRegistry):
             state.send_before_close = True
         if row.stop_heartbeat:
             heartbeat.stop_chain(state.heartbeat, state.schedule)
-        if row.start_heartbeat:
-            heartbeat.start_chain(state.heartbeat, state.schedule, self.now)
+        if row.start_heartbeat and heartbeat.start(state.heartbeat, state.schedule, self.now):
+            self._send_heartbeat(before_close=False)
         return state.role
 
     # -- timers -----------------------------------------------------------------------------
