@@ -207,6 +207,8 @@ class DurableModel:
             if ok:
                 self.apply_load(result["ok"])
             return
+        if op.name == "clear":
+            return  # the tasks leave memory only: nothing is written
         now = {_tid(i) for i in after.get("ids", ())}
         alive = set(mapped)
         for tid in mapped.keys() - now:  # unregister, or deferred removals at a timer's end

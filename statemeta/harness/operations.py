@@ -193,6 +193,10 @@ _SPECS: tuple[OpSpec, ...] = (
     _spec("stop_all", 2, "streamMetaStopAllTasks -> [id, ...] stopped (the before-close "
           "heartbeat first, when armed)"),
     _spec("notify_close", 2, "streamMetaNotifyClose -> int (tasks with an active task timer)"),
+    _spec("clear", 2, "streamMetaClear: every task leaves memory (list, map, counters, the "
+          "open round's results); role, stage, heartbeat and the open transaction stay -> null"),
+    _spec("reset_start_info", 2, "streamMetaResetStartInfo: the open start round is dropped, "
+          "uncompleted (no callback) -> null"),
     _spec("update_stage_role", 2, "streamMetaUpdateStageRole -> role (uninit/leader/follower)",
           stage="stage", is_leader="bool"),
     _spec("advance_clock", 2, "move the virtual clock `ms` forward, firing timers (heartbeat "

@@ -425,6 +425,8 @@ _HANDLERS: dict[str, _Handler] = {
     "all_tasks_ready": lambda a, op: a.meta.all_tasks_ready(),
     "stop_all": lambda a, op: a.meta.stop_all(),
     "notify_close": lambda a, op: a.meta.notify_close(),
+    "clear": lambda a, op: a.meta.clear(),
+    "reset_start_info": lambda a, op: a.meta.reset_start_info(),
     "update_stage_role": lambda a, op: a.meta.update_stage_role(
         _stage(op), bool(op.arg("is_leader"))
     ),

@@ -73,9 +73,9 @@ from statemeta.meta.registry import (
     CHECKPOINT_TABLE,
     SNODE_HANDLE,
     TASK_TABLE,
-    MetaRegistry,
     task_id,
 )
+from statemeta.meta.restart import MetaRestart
 from statemeta.meta.start_round import LaunchResult, StartRound, StartStep
 from statemeta.meta.state import ArmedTimer, TimerKind
 from statemeta.roles import Role, RoleEvent
@@ -113,8 +113,8 @@ class TaskHandle:
     incarnation: int
 
 
-class MetaCore(MetaRegistry):
-    """The meta's operations (streamMeta.c); no I/O but the injected store (see the docstring).
+class MetaCore(MetaRestart):
+    """The meta's operations (streamMeta.c; restart.py: clear); no I/O but the injected store.
 
     The operations assume the meta is open (the edge refuses calls once closed) and that
     ``now`` is the current time. Operations that need a task raise UnknownTaskError for an id
