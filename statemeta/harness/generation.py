@@ -70,7 +70,7 @@ FREQUENCY: Mapping[str, int] = {
     "update_stage_role": 2, "advance_clock": 2, "start_task_timer": 1,
     "report_downstream_update": 1,
     # level 3: the process and the store
-    "close_reopen": 2, "crash_reopen": 2, "fail_next": 2,
+    "close_reopen": 2, "crash_reopen": 2, "fail_next": 2, "corrupt_record": 1,
 }
 """How often each name is drawn, relative to the others of its level (a level draws the
 walks whose operations it has). The weights favour what builds state: walks, registers,

@@ -6,8 +6,9 @@ the spec enums) and one ``OpSpec`` per operation (``OP_SPECS``). Everything that
 else lists operations.
 
 Levels: 1 = a task lifecycle per pool slot, no meta; 2 = the meta in memory; 3 = the meta with
-persistence (close/crash and reopen, injected store faults). An adapter started at level 2
-accepts the level-2 operations; at level 3, those of levels 2 and 3 (``ops_at``).
+persistence (close/crash and reopen, injected store faults, damaged records). An adapter
+started at level 2 accepts the level-2 operations; at level 3, those of levels 2 and 3
+(``ops_at``).
 
 Results are JSON: ``{"ok": value}`` or ``{"error": "<statemeta.errors class name>"}``, plus
 ``"heartbeats": [hex payload, ...]`` when the operation handed heartbeats to the transport.
@@ -21,7 +22,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from statemeta.codec import StreamTask, TaskId
+from statemeta.codec import StreamTask, TaskId, encode_task, encode_task_key
 from statemeta.errors import MisuseError
 from statemeta.lifecycle import LIFECYCLE_ROWS, TaskEvent
 from statemeta.store import FAULT_OPS
@@ -32,6 +33,7 @@ __all__ = [
     "OP_SPECS",
     "REGISTER_VER",
     "TASK_POOL",
+    "TORN_BYTES",
     "TRIGGER_PARAM_MS",
     "JsonScalar",
     "Op",
@@ -50,6 +52,8 @@ TRIGGER_PARAM_MS = 300
 """The trigger period of the pool's trigger-timer task (fires between two 1 s advances)."""
 REGISTER_VER = 1
 """The version every register passes (a fill-history task is registered at 1 anyway)."""
+TORN_BYTES = 12
+"""What corrupt_record leaves of a record: its length header and version, the rest lost."""
 
 
 @attrs.frozen
@@ -63,6 +67,12 @@ class TaskSlot:
     @property
     def id(self) -> TaskId:
         return self.record.id
+
+    @property
+    def torn_record(self) -> tuple[bytes, bytes]:
+        """The key and the value corrupt_record commits: the record torn after TORN_BYTES."""
+        tid = self.id
+        return encode_task_key(tid.stream_id, tid.task_id), encode_task(self.record)[:TORN_BYTES]
 
 
 _STREAM_A = 0x10
@@ -210,6 +220,10 @@ _SPECS: tuple[OpSpec, ...] = (
           "load report (role uninit, stage -1, a new clock from the same time)"),
     _spec("crash_reopen", 3, "drop the process (no close: the open transaction is lost, "
           "timers die), then open the same path and load_all -> the load report"),
+    _spec("corrupt_record", 3, "a crash leaves a torn write: the slot's record cut to its first "
+          "12 bytes, which do not decode, committed under its key; then open the same path and "
+          "load_all -> the load report (the record skipped, undecodable; the seed: "
+          "DecodeError, M4)", task="task"),
     _spec("fail_next", 3, "the next `op` call on the store (begin/put/delete/commit) fails "
           "with StoreFault, without effect (a failed commit aborts) -> null", op="fault_op"),
 )

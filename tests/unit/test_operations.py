@@ -36,7 +36,7 @@ def test_levels_partition_the_ops() -> None:
     level3 = {s.name for s in ops_at(3)}
     assert level1 == {"handle", "complete", "restore", "reset", "set_ready"}
     assert level2 < level3 and not level1 & level3
-    assert level3 - level2 == {"close_reopen", "crash_reopen", "fail_next"}
+    assert level3 - level2 == {"close_reopen", "crash_reopen", "corrupt_record", "fail_next"}
     with pytest.raises(MisuseError):
         ops_at(4)
 
