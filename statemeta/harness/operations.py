@@ -17,6 +17,7 @@ Ids in results and views are ``[stream_id, task_id]``; ops name pool slots, neve
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
@@ -71,8 +72,14 @@ class TaskSlot:
     @property
     def torn_record(self) -> tuple[bytes, bytes]:
         """The key and the value corrupt_record commits: the record torn after TORN_BYTES."""
-        tid = self.id
-        return encode_task_key(tid.stream_id, tid.task_id), encode_task(self.record)[:TORN_BYTES]
+        return _torn(self.record)
+
+
+@functools.cache
+def _torn(record: StreamTask) -> tuple[bytes, bytes]:
+    """Cached: the explorer tears the same few records at every level."""
+    key = encode_task_key(record.stream_id, record.task_id)
+    return key, encode_task(record)[:TORN_BYTES]
 
 
 _STREAM_A = 0x10
