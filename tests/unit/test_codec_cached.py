@@ -25,20 +25,17 @@ def test_a_cache_keeps_at_most_its_size_after_more_distinct_inputs() -> None:
     cached.key_id.cache_clear()
 
 
-def test_a_rejection_is_a_cached_verdict_raised_again() -> None:
+def test_a_rejection_is_a_cached_verdict_raised_again_as_a_fresh_error() -> None:
     torn = encode_task(StreamTask(stream_id=1, task_id=1))[:12]
     cached.decode.cache_clear()
+    raised = []
     for _ in range(3):
-        with pytest.raises(DecodeError, match="block length") as raised:
+        with pytest.raises(DecodeError, match="block length") as caught:
             cached.decode(torn)
-        assert len(list(_frames(raised.value.__traceback__))) <= 2  # no traceback piles up
+        raised.append(caught.value)
+    first, *again = raised
     assert cached.decode.cache_info().currsize == 1 and cached.decode.cache_info().hits == 2
+    for error in again:
+        assert error is not first  # nothing cached holds a traceback (and its frames)
+        assert (str(error), error.reason, error.offset) == (str(first), first.reason, first.offset)
     cached.decode.cache_clear()
-
-
-def _frames(tb: object) -> list[object]:
-    frames = []
-    while tb is not None:
-        frames.append(tb)
-        tb = tb.tb_next  # type: ignore[attr-defined]
-    return frames
