@@ -28,6 +28,7 @@ BUDGETED: Mapping[str, str] = {
     "close_reopen": "reopens",
     "crash_reopen": "reopens",
     "fail_next": "faults",
+    "corrupt_record": "faults",
     "advance_clock": "clock_advances",
 }
 """Operation -> the budget each call of it spends."""
@@ -50,6 +51,7 @@ class Bounds:
     reopens: int = 1
     """close_reopen and crash_reopen together."""
     faults: int = 1
+    """fail_next and corrupt_record together."""
     clock_advances: int = 1
     max_depth: int = 4
     """The longest path explored (operations from the empty meta)."""

@@ -57,7 +57,8 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
         ("role_changes", "update_stage_role calls"),
         ("start_rounds", "start_all calls"),
         ("reopens", "close_reopen and crash_reopen calls"),
-        ("faults", "fail_next calls (injected store faults)"),
+        ("faults", "fail_next and corrupt_record calls (injected store faults, torn "
+                   "records)"),
         ("clock_advances", "advance_clock calls"),
         ("max_depth", "operations per path"),
     ):

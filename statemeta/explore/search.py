@@ -46,7 +46,7 @@ from statemeta.errors import InvariantViolation, StatemetaError
 from statemeta.explore.bounds import BUDGETED, Bounds
 from statemeta.explore.state import StateAbstraction
 from statemeta.harness.normalize import Json
-from statemeta.harness.operations import Op
+from statemeta.harness.operations import REOPENS, Op, slot_of
 from statemeta.harness.reference import Coverage, ReferenceAdapter
 from statemeta.invariants import check_view, reopen, store_mirror
 from statemeta.lifecycle import TaskStatus
@@ -58,7 +58,6 @@ from statemeta.tables import TransitionRow
 
 Budgets = tuple[tuple[str, int], ...]
 Progress = Callable[["Stats"], None]
-_REOPENS = frozenset({"close_reopen", "crash_reopen"})
 PROGRESS_EVERY = 0.5
 """Seconds between two calls of the progress callback."""
 
@@ -588,7 +587,7 @@ def _step(system: System, op: Op, results: list[dict[str, Json]]) -> None:
     """Run ``op`` on every adapter of the system, appending each result to ``results``;
     raise _Failure for anything that fails."""
     for side, adapter in zip(("reference", "variant"), system, strict=False):
-        expected = _committed_ids(adapter) if op.name in _REOPENS else None
+        expected = _committed_ids(adapter, op) if op.name in REOPENS else None
         closing = adapter.meta.role if op.name == "close_reopen" else None
         try:
             results.append(adapter.call(op))
@@ -627,11 +626,16 @@ def _count_close(coverage: Coverage, role: Role) -> None:
     coverage.role_rows[row.from_role, row.event, row.to_role] += 1
 
 
-def _committed_ids(adapter: ReferenceAdapter) -> list[bytes]:
-    """The keys a reopen must load: the committed records, less those persisted as DROPPING."""
+def _committed_ids(adapter: ReferenceAdapter, op: Op) -> list[bytes]:
+    """The keys a reopen must load: the committed records, less those persisted as DROPPING
+    and the one corrupt_record tears."""
     inner = adapter.store.inner
     assert isinstance(inner, MemoryStore)
-    return [key for key, value in inner.committed_items(TASK_TABLE) if _loads(key, value)]
+    torn = slot_of(str(op.arg("task"))).torn_record[0] if op.name == "corrupt_record" else None
+    return [
+        key for key, value in inner.committed_items(TASK_TABLE)
+        if key != torn and _loads(key, value)
+    ]
 
 
 @functools.lru_cache(maxsize=8192)

@@ -26,7 +26,7 @@ from statemeta.harness.linearizability.checker import Outcome
 from statemeta.harness.linearizability.reference import CONCURRENT_LEVELS, Call, reference_spec
 from statemeta.harness.linearizability.timeline import format_verdict
 from statemeta.harness.normalize import Json, check_view_invariants
-from statemeta.harness.operations import Op, OpSpec, ops_at
+from statemeta.harness.operations import REOPENS, Op, OpSpec, ops_at
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
 from statemeta.harness.trace import Failure, Trace
 from statemeta.semantics import Semantics
@@ -54,7 +54,7 @@ __all__ = [
     "run_concurrent",
 ]
 
-NOT_CONCURRENT = frozenset({"close_reopen", "crash_reopen"})
+NOT_CONCURRENT = REOPENS
 """Operations a concurrent run never calls (they replace the meta)."""
 
 DEFAULT_CLIENTS = 3

@@ -21,7 +21,7 @@ from statemeta.errors import InvariantViolation, MisuseError
 from statemeta.harness.linearizability.reference import CONCURRENT_LEVELS
 from statemeta.harness.locking_variants import LOCKING_VARIANTS
 from statemeta.harness.normalize import Json
-from statemeta.harness.operations import Op
+from statemeta.harness.operations import Op, TaskSlot
 from statemeta.harness.reference import VG_ID, ReferenceAdapter
 from statemeta.invariants import check_invariants
 from statemeta.meta import TaskHandle
@@ -148,7 +148,7 @@ class FacadeAdapter(ReferenceAdapter):
         )
         self._meta = cast(StreamMeta, self._facade)  # the same calls, each under its lock
 
-    def _reopen(self, *, crash: bool) -> object:
+    def _reopen(self, *, crash: bool, torn: TaskSlot | None = None) -> object:
         raise MisuseError("close/crash and reopen are not concurrent operations (spec/README.md)")
 
     def _advance(self, ms: int) -> None:

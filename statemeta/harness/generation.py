@@ -15,7 +15,9 @@ operation of 25, about 1e-2 along the table):
 - the lifecycle walk takes one task along the rows of the lifecycle table from its current
   status (``lifecycle_moves``);
 - the role walk elects, demotes and lets time pass (heartbeats);
-- the round walk starts a start round and lets tasks come, go and report.
+- the round walk starts a start round and lets tasks come, go and report;
+- the restart walk runs a vnode's restart (clear, load_all, start_all), then lets the tasks
+  report and time (heartbeats) pass.
 
 No operation is sent while it breaks its precondition (the ``precondition`` column of the
 operation table): a drawn one is dropped, a walk's moves are filtered.
@@ -65,12 +67,14 @@ FREQUENCY: Mapping[str, int] = {
     # start rounds and stopping
     "round_walk": 2,
     "start_all": 1, "start_one": 1, "report_launch": 2, "stop_all": 1, "notify_close": 1,
+    # the restart path (clear, load_all, start_all) with the role, stage and heartbeat kept
+    "restart_walk": 1, "clear": 1, "reset_start_info": 1,
     # roles, heartbeats and timers
     "role_walk": 2,
     "update_stage_role": 2, "advance_clock": 2, "start_task_timer": 1,
     "report_downstream_update": 1,
     # level 3: the process and the store
-    "close_reopen": 2, "crash_reopen": 2, "fail_next": 2,
+    "close_reopen": 2, "crash_reopen": 2, "fail_next": 2, "corrupt_record": 1,
 }
 """How often each name is drawn, relative to the others of its level (a level draws the
 walks whose operations it has). The weights favour what builds state: walks, registers,
@@ -84,16 +88,20 @@ WALK_MAX = 12
 class _Walk:
     """A walk over a fixed set of operations (the lifecycle walk is the state-dependent one)."""
 
-    first: str | None
-    """The operation that opens the walk (no arguments), if any."""
+    opening: tuple[str, ...]
+    """The operations that open the walk, in order (no arguments)."""
     moves: tuple[str, ...]
     """The operations it then draws, each repeated by its weight."""
 
 
 _WALKS: Mapping[str, _Walk] = {
-    "role_walk": _Walk(None, ("update_stage_role",) * 2 + ("advance_clock",)),
+    "role_walk": _Walk((), ("update_stage_role",) * 2 + ("advance_clock",)),
     "round_walk": _Walk(
-        "start_all", ("register", "unregister", "start_one") + ("report_launch",) * 2
+        ("start_all",), ("register", "unregister", "start_one") + ("report_launch",) * 2
+    ),
+    "restart_walk": _Walk(
+        ("clear", "load_all", "start_all"),
+        ("complete_event", "report_launch", "advance_clock", "update_stage_role"),
     ),
 }
 _WALK_NAMES = frozenset({"lifecycle_walk", *_WALKS})
@@ -190,8 +198,8 @@ def draw_args(driver: Driver, spec: OpSpec, data: st.DataObject) -> dict[str, Js
 
 
 def _walk(driver: Driver, walk: _Walk, data: st.DataObject) -> None:
-    if walk.first is not None:
-        driver.step(Op.of(walk.first))
+    for name in walk.opening:
+        driver.step(Op.of(name))
     for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
         if not _has_room(driver):
             return
@@ -275,7 +283,7 @@ def _choices(level: int) -> tuple[str, ...]:
     ops = {spec.name for spec in ops_at(level)}
     walks = {
         name for name, walk in _WALKS.items()
-        if {walk.first or walk.moves[0], *walk.moves} <= ops
+        if {*walk.opening, *walk.moves} <= ops
     }
     names = ops | walks | {"lifecycle_walk"}
     missing = names - FREQUENCY.keys()

@@ -75,7 +75,7 @@ from statemeta.harness.catalogue import NO_MASKS, START, Mask, key_path
 from statemeta.harness.differences import first_difference, located
 from statemeta.harness.normalize import Json, meta_view_from_json
 from statemeta.harness.observation import Observation
-from statemeta.harness.operations import REGISTER_VER, TASK_POOL, Op
+from statemeta.harness.operations import REGISTER_VER, REOPENS, TASK_POOL, Op
 from statemeta.harness.reference import ReferenceAdapter, saved_record
 from statemeta.invariants import VIEW_INVARIANTS, reopen
 from statemeta.lifecycle import TaskStatus
@@ -97,7 +97,6 @@ __all__ = [
 Step = tuple[Op, dict[str, Json], dict[str, Json] | None]
 """One step run: the op, the reference's result, the SUT's result (None without a SUT)."""
 
-_REOPENS = frozenset({"close_reopen", "crash_reopen"})
 _RECORDS = {s.id: s.record for s in TASK_POOL}
 
 
@@ -258,6 +257,9 @@ class DurableModel:
     removed: set[TaskId] = attrs.field(factory=set)
     """Ids removed since the meta opened and not registered since: a stream task registered
     naming one is stored with the link cleared."""
+    torn: set[TaskId] = attrs.field(factory=set)
+    """Ids whose committed record corrupt_record tore (it does not decode; none in
+    ``committed``) and that no write has replaced since."""
 
     def record(self, tid: TaskId) -> StreamTask:
         """The record the meta holds for a mapped task."""
@@ -265,7 +267,12 @@ class DurableModel:
 
     def commit(self) -> None:
         self.committed.update(self.pending)
+        self.torn.difference_update(self.pending)
         self.pending.clear()
+
+    def stored(self) -> dict[TaskId, StreamTask | None]:
+        """What the committed task.db must decode to (None: a torn record)."""
+        return {**self.committed, **dict.fromkeys(self.torn)}
 
     def remove(self, tid: TaskId, mapped: set[TaskId]) -> None:
         """A committed removal; a fill-history task's stream task loses its related id."""
@@ -299,12 +306,18 @@ class DurableModel:
         """Follow one operation of the reference, given its views before and after."""
         mapped = {_tid(t["id"]): t for t in before.get("tasks", ())}
         ok = "ok" in result
-        if op.name in _REOPENS:
+        if op.name in REOPENS:
             self.pending.clear()
             self.removed.clear()
+            if op.name == "corrupt_record":
+                tid = _slot_id(op)
+                self.committed.pop(tid, None)
+                self.torn.add(tid)
             if ok:
                 self.apply_load(result["ok"])
             return
+        if op.name == "clear":
+            return  # the tasks leave memory only: nothing is written
         now = {_tid(i) for i in after.get("ids", ())}
         alive = set(mapped)
         for tid in mapped.keys() - now:  # unregister, or deferred removals at a timer's end
@@ -322,6 +335,7 @@ class DurableModel:
                 record = attrs.evolve(record, h_task_id=NO_RELATED_TASK)
             self.commit()
             self.committed[tid] = record
+            self.torn.discard(tid)
             self.removed.discard(tid)
         elif op.name == "commit":
             self.commit()
@@ -350,23 +364,25 @@ def _check_durable(adapter: ReferenceAdapter, model: DurableModel, op: Op) -> st
     """Why the adapter's committed records differ from the model (None: they agree)."""
     if adapter.backend == "memory":
         stored = adapter.committed_records()
-    elif op.name in _REOPENS:
+    elif op.name in REOPENS:
         stored = {TaskId(*decode_task_key(k)): t for k, t in adapter.meta.stored_tasks()}
     else:
         return None
-    if stored != model.committed:
-        only_store = sorted(map(str, stored.keys() - model.committed.keys()))
-        only_model = sorted(map(str, model.committed.keys() - stored.keys()))
+    expected = model.stored()
+    if stored != expected:
+        only_store = sorted(map(str, stored.keys() - expected.keys()))
+        only_model = sorted(map(str, expected.keys() - stored.keys()))
         changed = sorted(
-            str(t) for t in stored.keys() & model.committed.keys()
-            if stored[t] != model.committed[t]
+            str(t) for t in stored.keys() & expected.keys() if stored[t] != expected[t]
         )
         return (
             f"after {op!r}: committed but not expected {only_store}; expected but not "
             f"committed {only_model}; committed records that differ {changed}"
         )
-    if op.name in _REOPENS:
-        keys = [encode_task_key(t.stream_id, t.task_id) for t in stored]
+    if op.name in REOPENS:
+        keys = [
+            encode_task_key(t.stream_id, t.task_id) for t, r in stored.items() if r is not None
+        ]
         reopen(keys, adapter.meta.view())
     return None
 

@@ -6,8 +6,9 @@ the spec enums) and one ``OpSpec`` per operation (``OP_SPECS``). Everything that
 else lists operations.
 
 Levels: 1 = a task lifecycle per pool slot, no meta; 2 = the meta in memory; 3 = the meta with
-persistence (close/crash and reopen, injected store faults). An adapter started at level 2
-accepts the level-2 operations; at level 3, those of levels 2 and 3 (``ops_at``).
+persistence (close/crash and reopen, injected store faults, damaged records). An adapter
+started at level 2 accepts the level-2 operations; at level 3, those of levels 2 and 3
+(``ops_at``).
 
 Preconditions: an operation the seed asserts against (reference section 8.1) declares its
 rule in its row (``OpSpec.precondition``); the harness, the property suite and the explorer
@@ -27,7 +28,7 @@ from typing import Any, Protocol, TypeAlias
 
 import attrs
 
-from statemeta.codec import StreamTask, TableOutput, TaskId
+from statemeta.codec import StreamTask, TableOutput, TaskId, encode_task, encode_task_key
 from statemeta.errors import MisuseError
 from statemeta.lifecycle import LIFECYCLE_ROWS, TaskEvent, TaskLifecycle
 from statemeta.meta.preconditions import (
@@ -43,7 +44,9 @@ __all__ = [
     "LEVELS",
     "OP_SPECS",
     "REGISTER_VER",
+    "REOPENS",
     "TASK_POOL",
+    "TORN_BYTES",
     "TRIGGER_PARAM_MS",
     "JsonScalar",
     "Op",
@@ -65,6 +68,8 @@ TRIGGER_PARAM_MS = 300
 """The trigger period of the pool's trigger-timer task (fires between two 1 s advances)."""
 REGISTER_VER = 1
 """The version every register passes (a fill-history task is registered at 1 anyway)."""
+TORN_BYTES = 12
+"""What corrupt_record leaves of a record: its length header and version, the rest lost."""
 
 
 @attrs.frozen
@@ -80,6 +85,18 @@ class TaskSlot:
     @id.default
     def _record_id(self) -> TaskId:
         return self.record.id
+
+    @property
+    def torn_record(self) -> tuple[bytes, bytes]:
+        """The key and the value corrupt_record commits: the record torn after TORN_BYTES."""
+        return _torn(self.record)
+
+
+@functools.cache
+def _torn(record: StreamTask) -> tuple[bytes, bytes]:
+    """Cached: the explorer tears the same few records at every level."""
+    key = encode_task_key(record.stream_id, record.task_id)
+    return key, encode_task(record)[:TORN_BYTES]
 
 
 _STREAM_A = 0x10
@@ -237,6 +254,9 @@ class OpSpec:
     precondition: Precondition | None = None
     """What the caller must ensure before sending it (a ``PreconditionError`` otherwise):
     generation, the explorer and shrinking never send it broken."""
+    reopens: bool = False
+    """It ends the meta's process and opens the path again (``REOPENS``): the durable model
+    checks the store there, and concurrent runs never call it."""
 
 
 def _spec(
@@ -246,13 +266,14 @@ def _spec(
     precondition: Precondition | None = None,
     *,
     outcome: bool = False,
+    reopens: bool = False,
     **params: str,
 ) -> OpSpec:
     for kind in params.values():
         if kind not in DOMAINS:
             raise MisuseError(f"op {name}: unknown parameter kind {kind!r}")
     args = tuple(Param(p, k) for p, k in sorted(params.items()))
-    return OpSpec(name, level, args, doc, outcome, precondition)
+    return OpSpec(name, level, args, doc, outcome, precondition, reopens)
 
 
 _SPECS: tuple[OpSpec, ...] = (
@@ -304,6 +325,10 @@ _SPECS: tuple[OpSpec, ...] = (
     _spec("stop_all", 2, "streamMetaStopAllTasks -> [id, ...] stopped (the before-close "
           "heartbeat first, when armed)"),
     _spec("notify_close", 2, "streamMetaNotifyClose -> int (tasks with an active task timer)"),
+    _spec("clear", 2, "streamMetaClear: every task leaves memory (list, map, counters, the "
+          "open round's results); role, stage, heartbeat and the open transaction stay -> null"),
+    _spec("reset_start_info", 2, "streamMetaResetStartInfo: the open start round is dropped, "
+          "uncompleted (no callback) -> null"),
     _spec("update_stage_role", 2, "streamMetaUpdateStageRole -> role (uninit/leader/follower)",
           stage="stage", is_leader="bool"),
     _spec("advance_clock", 2, "move the virtual clock `ms` forward, firing timers (heartbeat "
@@ -314,14 +339,22 @@ _SPECS: tuple[OpSpec, ...] = (
           task="task", node="node"),
     # -- level 3: persistence ------------------------------------------------------------------
     _spec("close_reopen", 3, "streamMetaClose, then open the same path and load_all -> the "
-          "load report (role uninit, stage -1, a new clock from the same time)"),
+          "load report (role uninit, stage -1, a new clock from the same time)",
+          reopens=True),
     _spec("crash_reopen", 3, "drop the process (no close: the open transaction is lost, "
-          "timers die), then open the same path and load_all -> the load report"),
+          "timers die), then open the same path and load_all -> the load report", reopens=True),
+    _spec("corrupt_record", 3, "a crash leaves a torn write: the slot's record cut to its first "
+          "12 bytes, which do not decode, committed under its key; then open the same path and "
+          "load_all -> the load report (the record skipped, undecodable; the seed: "
+          "DecodeError, M4)", task="task", reopens=True),
     _spec("fail_next", 3, "the next `op` call on the store (begin/put/delete/commit) fails "
           "with StoreFault, without effect (a failed commit aborts) -> null", op="fault_op"),
 )
 
 OP_SPECS: dict[str, OpSpec] = {s.name: s for s in _SPECS}
+
+REOPENS = frozenset(s.name for s in _SPECS if s.reopens)
+"""The operations that end the meta's process and open its path again."""
 
 
 def ops_at(level: int) -> tuple[OpSpec, ...]:

@@ -23,7 +23,7 @@ from typing import Literal, Self
 
 import attrs
 
-from statemeta.codec import EpSet, StreamTask, TaskId, cached
+from statemeta.codec import STREAM_TASK_KEY_LEN, EpSet, StreamTask, TaskId, cached
 from statemeta.errors import (
     InvariantViolation,
     MisuseError,
@@ -44,6 +44,7 @@ from statemeta.harness.operations import (
     TASK_POOL,
     Op,
     TaskFacts,
+    TaskSlot,
     ops_at,
     slot_of,
     task_slot,
@@ -345,7 +346,9 @@ class ReferenceAdapter:
             meta.coverage = self.coverage
         self._meta = meta
 
-    def _reopen(self, *, crash: bool) -> object:
+    def _reopen(self, *, crash: bool, torn: TaskSlot | None = None) -> object:
+        """Close (or crash), then open and load_all; ``torn``: its torn record is committed
+        between the crash and the open (corrupt_record)."""
         inner = self.store.inner
         if isinstance(inner, MemoryStore):
             self._committed = inner.committed_state()  # what the files would hold
@@ -356,9 +359,30 @@ class ReferenceAdapter:
             self.meta.take_trace()  # the CLOSE role change (no check runs once closed)
         self._meta = None
         self._forget_handles()
+        if torn is not None:
+            self._commit_torn(torn)
         self._clock = VirtualClock(self._clock.now_ms())
         self._open()
         return self.meta.load_all()
+
+    def _commit_torn(self, slot: TaskSlot) -> None:
+        """Commit the slot's torn record into the closed store's files, as a torn write leaves
+        it (through the store's own interface, not through a meta)."""
+        assert self._path is not None
+        store: Store = (
+            LmdbStore.open(self._path, durable=False)
+            if self.backend == "lmdb"
+            else MemoryStore(self._committed)
+        )
+        try:
+            table = store.table(TASK_TABLE, STREAM_TASK_KEY_LEN)
+            store.begin()
+            table.upsert(*slot.torn_record)
+            store.commit()
+            if isinstance(store, MemoryStore):
+                self._committed = store.committed_state()
+        finally:
+            store.close()
 
     def _forget_handles(self) -> None:
         self._handles = {}
@@ -487,6 +511,8 @@ _HANDLERS: dict[str, _Handler] = {
     "all_tasks_ready": lambda a, op: a.meta.all_tasks_ready(),
     "stop_all": lambda a, op: a.meta.stop_all(),
     "notify_close": lambda a, op: a.meta.notify_close(),
+    "clear": lambda a, op: a.meta.clear(),
+    "reset_start_info": lambda a, op: a.meta.reset_start_info(),
     "update_stage_role": lambda a, op: a.meta.update_stage_role(
         _stage(op), bool(op.arg("is_leader"))
     ),
@@ -500,5 +526,6 @@ _HANDLERS: dict[str, _Handler] = {
     # level 3
     "close_reopen": lambda a, op: a._reopen(crash=False),
     "crash_reopen": lambda a, op: a._reopen(crash=True),
+    "corrupt_record": lambda a, op: a._reopen(crash=True, torn=slot_of(str(op.arg("task")))),
     "fail_next": lambda a, op: a._fail_next(op),
 }

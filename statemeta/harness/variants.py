@@ -195,8 +195,9 @@ class StartRoundByCount(MetaCore):
 
 
 class SecondHeartbeatChain(MetaCore):
-    """The seed starts a chain on every election: each extra chain is a ``HeartbeatState``
-    of its own (numbered from 1), ticking through the same schedule."""
+    """A re-election starts one more chain (a real duplicate: the seed re-arms its one chain,
+    shared reference §2.2): each extra chain is a ``HeartbeatState`` of its own (numbered
+    from 1), ticking through the same schedule."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -213,7 +214,7 @@ class SecondHeartbeatChain(MetaCore):
         if is_leader and was_leader:
             number = len(self.extra_chains) + 1
             chain = self.extra_chains[number] = HeartbeatState()
-            heartbeat.start_chain(chain, self.state.schedule, self.now, number)
+            heartbeat.arm(chain, self.state.schedule, self.now, number)
         return role
 
     def _fire_heartbeat(self, timer: ArmedTimer) -> None:

@@ -77,6 +77,7 @@ from statemeta.meta.registry import (
     TASK_TABLE,
     task_id,
 )
+from statemeta.meta.restart import MetaRestart
 from statemeta.meta.starting import MetaStarting
 from statemeta.meta.state import ArmedTimer, TimerKind
 from statemeta.roles import Role, RoleEvent
@@ -114,8 +115,9 @@ class TaskHandle:
     incarnation: int
 
 
-class MetaCore(MetaStarting):
-    """The meta's operations (streamMeta.c); no I/O but the injected store (see the docstring).
+class MetaCore(MetaRestart, MetaStarting):
+    """The meta's operations (streamMeta.c; restart.py: clear; starting.py: start_all and the
+    fill-history launch); no I/O but the injected store (see the docstring).
 
     The operations assume the meta is open (the edge refuses calls once closed) and that
     ``now`` is the current time. Operations that need a task raise UnknownTaskError for an id
@@ -310,7 +312,9 @@ class MetaCore(MetaStarting):
         """
         state = self.state
         mapped = {tid: e.task for tid, e in state.entries.items()}
-        plan = plan_load(self.tasks.items(), mapped, self.codec, self.expand, self.profile)
+        plan = plan_load(
+            self.tasks.items(), mapped, self.codec, self.expand, self.profile, state.removed
+        )
 
         def apply() -> None:
             for task in plan.add:
@@ -404,8 +408,9 @@ class MetaCore(MetaStarting):
     # -- role and heartbeat -----------------------------------------------------------------
 
     def update_stage_role(self, stage: int, is_leader: bool) -> Role:
-        """streamMetaUpdateStageRole: new stage; LEADER starts the (one) heartbeat chain,
-        LEADER -> FOLLOWER stops it and arms the before-close heartbeat."""
+        """streamMetaUpdateStageRole: new stage; becoming (or staying) LEADER ticks the one
+        heartbeat chain at once (it may send), LEADER -> FOLLOWER stops it and arms the
+        before-close heartbeat."""
         state = self.state
         state.stage = stage
         row = self._apply_role(RoleEvent.BECOME_LEADER if is_leader else RoleEvent.BECOME_FOLLOWER)
@@ -413,8 +418,8 @@ class MetaCore(MetaStarting):
             state.send_before_close = True
         if row.stop_heartbeat:
             heartbeat.stop_chain(state.heartbeat, state.schedule)
-        if row.start_heartbeat:
-            heartbeat.start_chain(state.heartbeat, state.schedule, self.now)
+        if row.start_heartbeat and heartbeat.start(state.heartbeat, state.schedule, self.now):
+            self._send_heartbeat(before_close=False)
         return state.role
 
     # -- timers -----------------------------------------------------------------------------

@@ -23,7 +23,8 @@ at version ``ver``. It may raise; the registration (or load) then changes nothin
 def expand_task(task: StreamTask, ver: int) -> StreamTask:
     """streamTaskInit's effect on the record: checkpointVer = ver - 1.
 
-    Loading passes ver = checkpointVer + 1, so a loaded record is kept as stored.
+    Loading passes ver = checkpointVer + 1, so a loaded record is kept as stored. The data
+    range is left as it is (the seed sets [ver, ver]: spec/divergences.md says why not).
     """
     if task.checkpoint_ver == ver - 1:
         return task

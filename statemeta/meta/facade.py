@@ -173,6 +173,12 @@ class ThreadSafeStreamMeta:
     def update_stage_role(self, stage: int, is_leader: bool) -> Role:
         return self._write(lambda: self.core.update_stage_role(stage, is_leader))
 
+    def clear(self) -> None:
+        self._write(self.core.clear)
+
+    def reset_start_info(self) -> None:
+        self._write(self.core.reset_start_info)
+
     def close(self) -> None:
         self._write(self.core.close)
 

@@ -1,13 +1,18 @@
 """The meta's heartbeat to the mnode (metaHbToMnode / metaHeartbeatToMnodeImpl).
 
 A leader's meta runs one timer chain: a tick every ``META_HB_CHECK_INTERVAL`` ms, and one
-message every ``META_HB_SEND_IDLE_COUNTER`` ticks (5 s). A chain is data (``HeartbeatState``:
-its tick counter and the seq of its armed tick in the meta's schedule); the functions below
-move it, and the meta turns a message into an effect (effects.SendHeartbeat). A meta has at
-most one chain, as the seed has in any sequential run (DESIGN §4 point 8): starting a chain
-that runs is a no-op, and the chain stops as soon as the meta stops being leader. The seed's
-timing (a tick at once at each election, the tick counter kept over a follower period) is not
-modelled yet: spec/divergences.md, R1.
+message every ``META_HB_SEND_IDLE_COUNTER`` ticks. A chain is data (``HeartbeatState``: its
+tick counter and the seq of its armed tick in the meta's schedule); the functions below move
+it, and the meta turns a message into an effect (effects.SendHeartbeat).
+
+The seed's timing, in both semantics (shared reference §2.2, §8.6): a meta has one chain, since
+every re-arm is ``taosTmrReset`` on one handle, which re-arms a timer still waiting instead of
+starting another. Each election (``streamMetaStartHb``, LEADER -> LEADER included) ticks once
+at once (``start``), so the first heartbeat comes 24 ticks (4.8 s) after it, and a re-election
+can send at once. The tick counter is reset only when a message is sent: ticks counted before a
+follower period carry over into the next leader period. An snode's chain, armed at open, first
+ticks 200 ms later (``arm``). The chain stops as soon as the meta stops being leader (the seed's
+dies at its next tick, which only clears hbStart).
 
 The message lists the tasks in list order, fill-history tasks left out, each with its status,
 the meta's stage and its checkpoint state; the node ids the tasks queued for update are moved
@@ -86,11 +91,17 @@ def build_hb_msg(
     return HbMsg(vg_id=vg_id, entries=tuple(statuses), update_nodes=tuple(update_nodes)), ep_set
 
 
-def start_chain(chain: HeartbeatState, schedule: Schedule, now: int, number: int = 0) -> None:
-    """Arms a new chain (tick counter from 0) unless it runs already."""
-    if chain.timer is None:
-        chain.tick_counter = 0
-        chain.timer = schedule.arm(now + META_HB_CHECK_INTERVAL, TimerKind.HEARTBEAT, chain=number)
+def arm(chain: HeartbeatState, schedule: Schedule, now: int, number: int = 0) -> None:
+    """The chain armed at open (streamMetaOpen's taosTmrStart): its first tick 200 ms later."""
+    chain.timer = schedule.arm(now + META_HB_CHECK_INTERVAL, TimerKind.HEARTBEAT, chain=number)
+
+
+def start(chain: HeartbeatState, schedule: Schedule, now: int) -> bool:
+    """streamMetaStartHb: one tick at once as leader, re-arming the one chain (a tick still
+    waiting is cancelled, as taosTmrReset does); True when a message is due."""
+    if chain.timer is not None:
+        schedule.cancel(chain.timer)
+    return tick(chain, schedule, now, leader=True)
 
 
 def stop_chain(chain: HeartbeatState, schedule: Schedule) -> None:

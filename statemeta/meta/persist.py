@@ -9,7 +9,7 @@ checked and then applied in one commit.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 import attrs
 
@@ -119,12 +119,14 @@ def plan_load(
     codec: Codec,
     expand: ExpandHook,
     profile: Profile,
+    removed_before: Collection[TaskId] = (),
 ) -> LoadPlan:
     """The plan of load_all over ``rows`` (key byte order), ``mapped`` being the map's records.
 
-    DROPPING records are deleted and a stream task pointing at a deleted fill-history task gets
-    its related id cleared; a mapped id keeps its in-memory task; an undecodable record is
-    skipped and reported. The expand hook may raise: nothing is planned then.
+    DROPPING records are deleted and a stream task pointing at a deleted fill-history task (or
+    at one ``removed_before``: removed since the meta opened) gets its related id cleared; a
+    mapped id keeps its in-memory task; an undecodable record is skipped and reported. The
+    expand hook may raise: nothing is planned then.
 
     The seed stops the walk at an undecodable record (M4: ``aborted``) and recycles a DROPPING
     record whose id is mapped (M5)."""
@@ -156,7 +158,7 @@ def plan_load(
     if aborted is not None:  # the seed returns before its recycle loop: nothing deleted
         removed.clear()
         deletes.clear()
-    dropped = set(removed)
+    dropped = {*removed, *removed_before}
     cleared = {
         task.id: attrs.evolve(task, h_task_id=NO_RELATED_TASK)
         for task in itertools.chain(mapped.values(), loaded)

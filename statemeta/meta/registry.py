@@ -119,7 +119,7 @@ class MetaRegistry:
         """Effects queued for the edge, in order."""
         self._trace = _Recorder()
         if role is Role.LEADER:
-            heartbeat.start_chain(self.state.heartbeat, self.state.schedule, now)
+            heartbeat.arm(self.state.heartbeat, self.state.schedule, now)
 
     def _task_table(self, store: Store) -> Table:
         return store.table(TASK_TABLE, STREAM_TASK_KEY_LEN)

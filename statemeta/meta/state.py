@@ -132,6 +132,7 @@ class MetaState:
     removed: set[TaskId] = attrs.field(factory=set)
     """Ids this meta removed and that were not registered since."""
     loaded: bool = False
+    """load_all has run since open (or since the last clear)."""
     next_incarnation: int = 1
     """The registration number the next register or load gives."""
     uncommitted: dict[TaskId, StreamTask] = attrs.field(factory=dict)

@@ -257,6 +257,15 @@ class StreamMeta:
         """streamMetaUpdateStageRole (MetaCore.update_stage_role)."""
         return self._op("update_stage_role", self._core.update_stage_role, stage, is_leader)
 
+    def clear(self) -> None:
+        """streamMetaClear (MetaCore.clear): every task leaves memory; role, stage, heartbeat
+        and the open transaction stay, so load_all and start_all restart the tasks."""
+        self._op("clear", self._core.clear)
+
+    def reset_start_info(self) -> None:
+        """streamMetaResetStartInfo: drop the open start round, uncompleted (no callback)."""
+        self._op("reset_start_info", self._core.reset_start_info)
+
     def close(self) -> None:
         """streamMetaClose: cancel every timer, abort the open transaction, close the store.
 

@@ -30,6 +30,8 @@ from statemeta.store.protocol import Store, Table
 
 FaultOp = Literal["begin", "put", "delete", "commit"]
 FAULT_OPS: tuple[FaultOp, ...] = ("begin", "put", "delete", "commit")
+_NONE_ARMED: tuple[tuple[int, ...], ...] = tuple(() for _ in FAULT_OPS)
+"""``armed_faults`` with nothing armed."""
 
 
 class FaultyTable:
@@ -104,10 +106,11 @@ class FaultyStore:
     def armed_faults(self) -> tuple[tuple[int, ...], ...]:
         """Each operation's armed faults (``FAULT_OPS`` order), as how many calls from now
         they hit (1: the next call), in increasing order."""
+        faults = self._faults
+        if not any(faults.values()):
+            return _NONE_ARMED  # the usual case: the explorer asks in every state
         calls = self._calls
-        return tuple(
-            tuple(sorted(n - calls[op] for n in self._faults[op])) for op in FAULT_OPS
-        )
+        return tuple(tuple(sorted(n - calls[op] for n in faults[op])) for op in FAULT_OPS)
 
     def copy(self) -> FaultyStore:
         """An independent wrapper in this one's state (counts, fault plan) over a copy of the
@@ -115,9 +118,11 @@ class FaultyStore:
         inner = self._inner
         if not isinstance(inner, MemoryStore) or self._crashed:
             raise MisuseError(f"copy of {self.path}: only a live memory store can be copied")
-        new = FaultyStore(inner.copy())
+        new = object.__new__(FaultyStore)  # __init__'s fresh counters would be replaced
+        new._inner = inner.copy()
         new._calls = self._calls.copy()
         new._faults = {op: dict(planned) for op, planned in self._faults.items()}
+        new._crashed = False
         new.faults_injected = self.faults_injected
         return new
 

@@ -18,3 +18,16 @@ def test_a_stream_task_and_its_fill_history_task_removed_in_one_step() -> None:
     before = {"tasks": [{"id": [s.id.stream_id, s.id.task_id]} for s in (stream, history)]}
     model.step(Op.of("advance_clock", ms=100), {"ok": None}, before, {"ids": [], "tasks": []})
     assert model.committed == {} and model.removed == {stream.id, history.id}
+
+
+def test_a_torn_record_is_expected_undecodable_until_a_register_replaces_it() -> None:
+    s1 = _SLOTS["s1"]
+    model = DurableModel(committed={s1.id: s1.record})
+    mapped = {"tasks": [{"id": [s1.id.stream_id, s1.id.task_id]}]}
+    torn_report = {"loaded": [], "removed": [], "duplicates": [], "undecodable": ["00"],
+                   "cleared": []}
+    model.step(Op.of("corrupt_record", task="s1"), {"ok": torn_report}, mapped, {"ids": []})
+    assert model.stored() == {s1.id: None}
+    after = mapped | {"ids": [[s1.id.stream_id, s1.id.task_id]]}
+    model.step(Op.of("register", task="s1"), {"ok": True}, {"tasks": []}, after)
+    assert model.torn == set() and model.stored()[s1.id] is not None

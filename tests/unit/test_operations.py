@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from statemeta.codec import encode_task_key
@@ -36,7 +38,7 @@ def test_levels_partition_the_ops() -> None:
     level3 = {s.name for s in ops_at(3)}
     assert level1 == {"handle", "complete", "restore", "reset", "set_ready"}
     assert level2 < level3 and not level1 & level3
-    assert level3 - level2 == {"close_reopen", "crash_reopen", "fail_next"}
+    assert level3 - level2 == {"close_reopen", "crash_reopen", "corrupt_record", "fail_next"}
     with pytest.raises(MisuseError):
         ops_at(4)
 
@@ -79,3 +81,23 @@ def test_from_json_refuses_what_does_not_fit(obj: object) -> None:
 def test_unknown_slot_is_a_misuse() -> None:
     with pytest.raises(MisuseError, match="s9"):
         slot_of("s9")
+
+
+def test_reopens_marks_exactly_the_operations_that_open_the_meta_again() -> None:
+    """The column is read off the reference, not listed: an operation reopens when the meta
+    after it is another object than before (and then the durable model checks the store)."""
+    from statemeta.harness.operations import REOPENS, Op, ops_at
+    from statemeta.harness.reference import ReferenceAdapter
+
+    for spec in ops_at(3):
+        reference = ReferenceAdapter()
+        reference.start(3)
+        reference.call(Op.of("register", task="s1"))
+        before = reference.meta
+        args = {p.name: DOMAINS[p.kind][0] for p in spec.params}
+        if "task" in args:
+            args["task"] = "s1"
+        with contextlib.suppress(MisuseError):  # a precondition: it did not run
+            reference.call(Op.of(spec.name, **args))
+        assert (reference.meta is not before) is (spec.name in REOPENS), spec.name
+        reference.stop()

@@ -37,6 +37,22 @@ def test_1_the_tick_counter_keeps_its_value_when_the_chain_stops() -> None:
     }
 
 
+def test_1_an_election_ticks_once_at_once_counting_on() -> None:
+    adapter, _ = run(2, ("register", {"task": "s1"}), leader(), ("advance_clock", {"ms": 1000}),
+                     follower())
+    ticks = adapter.view()["heartbeat"]["tick_counter"]
+    name, args = leader()
+    adapter.call(Op.of(name, **args))
+    assert adapter.view()["heartbeat"]["tick_counter"] == ticks + 1
+    _, results = run(2, ("register", {"task": "s1"}), leader(), ("advance_clock", {"ms": 1000}),
+                     ("advance_clock", {"ms": 1000}), ("advance_clock", {"ms": 1000}),
+                     ("advance_clock", {"ms": 1000}), ("advance_clock", {"ms": 100}),
+                     ("advance_clock", {"ms": 100}), ("advance_clock", {"ms": 100}),
+                     ("advance_clock", {"ms": 100}), ("advance_clock", {"ms": 100}),
+                     ("advance_clock", {"ms": 100}), ("advance_clock", {"ms": 100}), leader())
+    assert "heartbeats" not in results[-2] and len(results[-1]["heartbeats"]) == 1
+
+
 def test_2_start_all_steps_in_list_order_by_these_rules() -> None:
     adapter, results = run(
         2,

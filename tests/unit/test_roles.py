@@ -14,7 +14,7 @@ EXPECTED = {
     (U, LEAD): (L, True, False, False),
     (U, FOLLOW): (F, False, False, False),
     (U, CLOSE): (U, False, False, False),
-    (L, LEAD): (L, False, False, False),
+    (L, LEAD): (L, True, False, False),  # streamMetaStartHb at every election (§2.2)
     (L, FOLLOW): (F, False, True, True),
     (L, CLOSE): (U, False, True, False),
     (F, LEAD): (L, True, False, False),
