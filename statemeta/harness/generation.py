@@ -199,6 +199,8 @@ def draw_args(driver: Driver, spec: OpSpec, data: st.DataObject) -> dict[str, Js
 
 def _walk(driver: Driver, walk: _Walk, data: st.DataObject) -> None:
     for name in walk.opening:
+        if not _has_room(driver):
+            return
         driver.step(Op.of(name))
     for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
         if not _has_room(driver):

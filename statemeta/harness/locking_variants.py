@@ -40,7 +40,8 @@ class _TwoHoldsCore(MetaCore):
 
     def map_listed(self, task: StreamTask, ver: int) -> bool:
         expanded = self.expand(task, 1 if task.fill_history else ver)
-        self.state.ids.remove(task.id)  # _add_entry lists it again, in its place
+        if task.id in self.state.ids:  # a clear in between empties the list
+            self.state.ids.remove(task.id)  # _add_entry lists it again, in its place
         self._durably([self.codec.record(expanded)], (), lambda: self._add_entry(expanded, ver))
         return True
 

@@ -56,8 +56,11 @@ def test_the_served_reference_conforms(
 
 
 # Variants need more search than the reference needs to pass (--steps bounds operations, walks
-# included); the seed is fixed for CI.
-VARIANT_RUN = ["--level", "3", "--examples", "100", "--steps", "100", "--seed", "0"]
+# included); the seed is fixed for CI. A run stops at its first divergence, so the budget is
+# generous: the two waiting-list variants need an attached event behind another on a task with a
+# fill-history task, which random runs meet after 10 to 300 examples depending on the seed (the
+# coverage-directed phase of issue 18 is the real cure).
+VARIANT_RUN = ["--level", "3", "--examples", "1000", "--steps", "100", "--seed", "0"]
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))

@@ -17,7 +17,7 @@ from statemeta.harness.facade_target import FacadeAdapter
 from statemeta.harness.linearizability import History, Operation, Outcome, check
 from statemeta.harness.linearizability.reference import Call, history_from_json, reference_spec
 from statemeta.harness.locking_variants import LOCKING_VARIANTS
-from statemeta.harness.operations import OP_SPECS, Op
+from statemeta.harness.operations import OP_SPECS, REOPENS, Op
 
 OK_TRUE = {"ok": True}
 OK_FALSE = {"ok": False}
@@ -80,9 +80,8 @@ def test_acquires_and_releases_alone_are_checked_per_task() -> None:
 
 def test_reopen_is_not_a_concurrent_operation_and_level_1_is_not_concurrent() -> None:
     names = {s.name for s in concurrent_ops(3)}
-    assert names == {n for n, s in OP_SPECS.items() if s.level in (2, 3)} - {
-        "close_reopen", "crash_reopen"
-    }
+    assert names == {n for n, s in OP_SPECS.items() if s.level in (2, 3)} - REOPENS
+    assert {"close_reopen", "crash_reopen", "corrupt_record"} <= REOPENS
     with pytest.raises(MisuseError, match="levels"):
         concurrent_ops(1)
     with pytest.raises(MisuseError, match="levels"):
