@@ -270,7 +270,9 @@ class StateAbstraction:
             for j in range(1, len(members)):
                 if signatures[j] in signatures[:j]:
                     twins = twins | {self._names[members[j]]}
-            classes.append(tuple(sorted(signatures, key=hash)))
+            # by repr, not hash: a str's hash differs from process to process
+            # (PYTHONHASHSEED), and a cluster's workers are processes of their own
+            classes.append(tuple(sorted(signatures, key=repr)))
         return (overall, tuple(classes)), twins
 
     def _slot(self, tid: TaskId) -> int:
