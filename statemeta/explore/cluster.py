@@ -57,9 +57,11 @@ class DaskCluster:
         self.close()
 
 
-def connect(address: str, *, timeout: float = CONNECT_SECONDS) -> DaskCluster:
+def connect(address: str, *, timeout: float | None = None) -> DaskCluster:
     """A connection to the Dask scheduler at ``address`` (``tcp://host:port`` or ``host:port``)
-    whose workers run this statemeta; ClusterError if there is none."""
+    whose workers run this statemeta; ClusterError if there is none. ``timeout``: seconds to
+    wait for the scheduler and for a worker (default CONNECT_SECONDS)."""
+    timeout = CONNECT_SECONDS if timeout is None else timeout
     try:
         import distributed
     except ImportError as error:
