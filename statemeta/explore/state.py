@@ -43,6 +43,7 @@ from statemeta.codec import (
     decode_task,
     decode_task_key,
 )
+from statemeta.codec.cached import encode
 from statemeta.errors import StatemetaError
 from statemeta.harness.operations import TaskSlot
 from statemeta.harness.reference import ReferenceAdapter
@@ -102,13 +103,13 @@ class _Interner:
             stripped = _without_ids(record)
             name = self.records.get(stripped)
             if name is None:
-                name = self.records[stripped] = repr(stripped)
+                name = self.records[stripped] = _content(stripped)
             known = self.by_identity[id(record)] = (
                 record, name, (record.stream_id, record.task_id)
             )
         if known[2] == slot:
             return known[1]
-        return "foreign " + repr(record)
+        return "foreign " + _content(record)
 
     def value(self, value: bytes, slot: tuple[int, int]) -> str:
         known = self.values.get(value)
@@ -125,6 +126,13 @@ class _Interner:
         if stored_as is None or stored_as == slot:
             return name
         return self.record(decode_task(value), slot)
+
+
+def _content(record: StreamTask) -> str:
+    """A record's content id: its encoding, the same for equal records in every process (its
+    repr is not: an enum field shows as ``<TaskLevel.SOURCE: 1>`` in a record the reference
+    made and as ``1`` in one decoded from the store, and the two are equal)."""
+    return encode(record).hex()
 
 
 class StateAbstraction:

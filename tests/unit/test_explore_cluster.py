@@ -20,11 +20,13 @@ from statemeta.explore import search
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.cluster import DaskCluster, connect
 from statemeta.explore.coverage import report
-from statemeta.explore.search import Exploration, explore
+from statemeta.explore.search import Exploration, ForkableReference, explore
+from statemeta.explore.state import StateAbstraction
+from statemeta.harness.operations import TASK_POOL, Op
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra (in the test extra)")
 
-SMALL = Bounds(stream_tasks=2, fill_history=False, role_changes=1, start_rounds=1, reopens=1,
+SMALL = Bounds(stream_tasks=1, fill_history=True, role_changes=1, start_rounds=1, reopens=1,
                faults=0, clock_advances=0, max_depth=3)
 SAME = ("states", "transitions", "mirrored_transitions", "states_per_depth", "depth",
         "complete", "lifecycle_rows", "role_rows", "counterexample", "violations")
@@ -107,6 +109,26 @@ def test_explore_and_verify_take_a_cluster_address(
     assert {f: far[f] for f in SAME} == {f: local[f] for f in SAME}
     assert main(["verify", *bounds, "--examples", "1", "--steps", "1", "--cluster", address]) == 0
     assert json.loads(capsys.readouterr().out)["explore"]["cluster"] == address
+
+
+def _adapter(*ops: Op) -> ForkableReference:
+    adapter = ForkableReference()
+    adapter.start(3)
+    for op in ops:
+        adapter.call(op)
+    return adapter
+
+
+def test_a_key_does_not_depend_on_what_its_process_keyed_before() -> None:
+    """A cluster's workers key states in processes of their own: one that first saw a record
+    decoded from the store (plain ints) and one that first saw it as the reference made it
+    (enum members; equal) must name it alike."""
+    register = Op.of("register", task="s1")
+    reopened = _adapter(register, Op.of("crash_reopen"))
+    registered = _adapter(register)
+    warmed = StateAbstraction(TASK_POOL, symmetry=True)
+    warmed.key(reopened)
+    assert warmed.key(registered) == StateAbstraction(TASK_POOL, symmetry=True).key(registered)
 
 
 def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
