@@ -40,7 +40,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, cast
 
 import attrs
 
@@ -498,7 +498,20 @@ def _expand_on_cluster(level: _Level, context: _Context, cluster: Executor) -> l
         partitions[hash(visit.key) % parts].append((position, path, visit.left))
     expand = functools.partial(_expand_partition, context)
     found = cluster.map(expand, [p for p in partitions if p])
-    return sorted((e for expansions in found for e in expansions), key=lambda e: e.start)
+    adopt = functools.partial(_adopt, level.abstraction, len(level.root) > 1)
+    return sorted(
+        (attrs.evolve(e, found=[attrs.evolve(c, key=adopt(c.key)) for c in e.found])
+         for expansions in found for e in expansions),
+        key=lambda e: e.start,
+    )
+
+
+def _adopt(abstraction: StateAbstraction, pair: bool, key: Hashable) -> Hashable:
+    """A key a cluster's worker computed, in this process's form (state.py ``adopt``)."""
+    if not pair:
+        return abstraction.adopt(key)
+    reference, variant = cast(tuple[Hashable, Hashable], key)
+    return abstraction.adopt(reference), abstraction.adopt(variant)
 
 
 _WORKER = threading.local()

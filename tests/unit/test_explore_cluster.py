@@ -26,7 +26,7 @@ from statemeta.harness.operations import TASK_POOL, Op
 
 distributed = pytest.importorskip("distributed", reason="the cluster extra (in the test extra)")
 
-SMALL = Bounds(stream_tasks=1, fill_history=True, role_changes=1, start_rounds=1, reopens=1,
+SMALL = Bounds(stream_tasks=2, fill_history=False, role_changes=1, start_rounds=1, reopens=1,
                faults=0, clock_advances=0, max_depth=3)
 SAME = ("states", "transitions", "mirrored_transitions", "states_per_depth", "depth",
         "complete", "lifecycle_rows", "role_rows", "counterexample", "violations")
