@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import attrs
+import distributed  # the cluster extra, in the test extra: CI runs these tests
 import pytest
 
 from statemeta.cli import main
@@ -23,8 +24,6 @@ from statemeta.explore.coverage import report
 from statemeta.explore.search import Exploration, ForkableReference, explore
 from statemeta.explore.state import StateAbstraction
 from statemeta.harness.operations import TASK_POOL, Op
-
-distributed = pytest.importorskip("distributed", reason="the cluster extra (in the test extra)")
 
 SMALL = Bounds(stream_tasks=2, fill_history=False, role_changes=1, start_rounds=1, reopens=1,
                faults=0, clock_advances=0, max_depth=3)
