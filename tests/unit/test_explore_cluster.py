@@ -67,9 +67,10 @@ def _same(local: Exploration, far: Exploration) -> None:
 
 
 def test_the_cluster_finds_the_states_the_local_search_finds(cluster: DaskCluster) -> None:
-    local = explore(SMALL)
-    far = explore(SMALL, cluster=cluster)
+    local = explore(SMALL, keep_paths=True)
+    far = explore(SMALL, keep_paths=True, cluster=cluster)
     assert far.complete and far.stats.states > 100
+    assert far.leaves == local.leaves  # the paths --sut replays
     assert far.workers == 2 and far.cluster == cluster.address
     assert len(cluster.calls) == SMALL.max_depth  # type: ignore[attr-defined]
     _same(local, far)
