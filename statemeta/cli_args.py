@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ __all__ = [
     "MAX_WORKERS",
     "Parser",
     "add_semantics",
+    "cluster_address",
     "command_line",
     "existing_directory",
     "input_file",
@@ -136,6 +138,18 @@ def command_line(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a command line: {e}") from e
     if not words:
         _refuse(text, "a command line (it names no program)")
+    return text
+
+
+_ADDRESS = re.compile(r"(?:(?:tcp|tls)://)?(?P<host>[^\s/:]+|\[[0-9a-fA-F:]+\]):(?P<port>\d+)")
+
+
+def cluster_address(text: str) -> str:
+    """An argparse type: a Dask scheduler's address, ``[tcp://|tls://]HOST:PORT`` with a port
+    from 1 to 65535 (whether something listens there is found when connecting)."""
+    match = _ADDRESS.fullmatch(text)
+    if match is None or not 0 < int(match["port"]) < 65536:
+        _refuse(text, "a scheduler address, [tcp://|tls://]HOST:PORT")
     return text
 
 

@@ -167,6 +167,17 @@ class SutError(StatemetaError):
         super().__init__(f"{command!r} on request {request}: {problem}{tail}")
 
 
+class ClusterError(StatemetaError):
+    """The explorer cannot use the cluster it was pointed at (``--cluster ADDRESS``): the
+    engine (Dask distributed, the ``cluster`` extra) is not installed, the scheduler cannot be
+    reached, it has no workers, or its workers cannot run this statemeta."""
+
+    def __init__(self, address: str, problem: str) -> None:
+        self.address = address
+        self.problem = problem
+        super().__init__(f"cluster {address}: {problem}")
+
+
 class TraceFormatError(MisuseError):
     """A trace file cannot be read, or one of its fields is not what the trace format says.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import sys
@@ -15,6 +16,7 @@ import attrs
 from statemeta.cli_args import (
     MAX_WORKERS,
     add_semantics,
+    cluster_address,
     command_line,
     int_in,
     nonnegative_int,
@@ -22,7 +24,9 @@ from statemeta.cli_args import (
     output_file,
     positive_int,
 )
+from statemeta.errors import ClusterError
 from statemeta.explore.bounds import Bounds
+from statemeta.explore.cluster import DaskCluster, connect
 from statemeta.explore.coverage import format_report, invariant_ids, report
 from statemeta.explore.search import Counterexample, Exploration, Stats, Violation, explore
 from statemeta.harness.campaign import run_campaign
@@ -70,6 +74,10 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int_in(1, MAX_WORKERS), default=DEFAULT_WORKERS,
                         help="processes expanding each large level; the result is the same "
                         "for any number (default: %(default)s)")
+    parser.add_argument("--cluster", metavar="ADDRESS", type=cluster_address,
+                        help="expand them on the Dask cluster whose scheduler is at ADDRESS "
+                        "(tcp://HOST:PORT; pip install 'statemeta[cluster]'); the result is "
+                        "the same")
     add_semantics(parser, default=Semantics.INTENDED.value)
     parser.add_argument("--all-violations", action="store_true",
                         help="go on past a failure and report every distinct (invariant, "
@@ -102,6 +110,17 @@ def bounds_from(args: argparse.Namespace) -> Bounds:
     )
 
 
+def cluster_of(args: argparse.Namespace) -> contextlib.AbstractContextManager[DaskCluster | None]:
+    """The cluster ``--cluster`` names, connected (ClusterError if it cannot be used)."""
+    return contextlib.nullcontext() if args.cluster is None else connect(args.cluster)
+
+
+def could_not_run(args: argparse.Namespace, error: ClusterError) -> int:
+    """A cluster that cannot be used: one line on stderr, exit 2 (docs/cli.md)."""
+    print(f"statemeta {args.command}: error: {error}", file=sys.stderr)
+    return 2
+
+
 def _progress(stats: Stats) -> None:
     print(
         f"\rdepth {stats.depth + 1}: {stats.states} states, {stats.transitions} transitions, "
@@ -132,16 +151,21 @@ def run_explore(args: argparse.Namespace) -> int:
     if args.sut is not None and args.sut_depth is not None:
         bounds = attrs.evolve(bounds, max_depth=args.sut_depth)
     progress = None if args.quiet or args.json else _progress
-    result = explore(
-        bounds,
-        variant=args.variant,
-        symmetry=args.symmetry,
-        keep_paths=args.sut is not None,
-        progress=progress,
-        workers=args.workers,
-        semantics=args.semantics,
-        all_violations=all_violations(args),
-    )
+    try:
+        with cluster_of(args) as cluster:
+            result = explore(
+                bounds,
+                variant=args.variant,
+                symmetry=args.symmetry,
+                keep_paths=args.sut is not None,
+                progress=progress,
+                workers=args.workers,
+                semantics=args.semantics,
+                all_violations=all_violations(args),
+                cluster=cluster,
+            )
+    except ClusterError as error:
+        return could_not_run(args, error)
     if progress is not None:
         print(file=sys.stderr)
     doc = report(result)
@@ -282,14 +306,19 @@ def configure_verify(parser: argparse.ArgumentParser) -> None:
 def run_verify(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     progress = None if args.quiet or args.json else _progress
-    result = explore(
-        bounds_from(args),
-        symmetry=args.symmetry,
-        progress=progress,
-        workers=args.workers,
-        semantics=args.semantics,
-        all_violations=all_violations(args),
-    )
+    try:
+        with cluster_of(args) as cluster:
+            result = explore(
+                bounds_from(args),
+                symmetry=args.symmetry,
+                progress=progress,
+                workers=args.workers,
+                semantics=args.semantics,
+                all_violations=all_violations(args),
+                cluster=cluster,
+            )
+    except ClusterError as error:
+        return could_not_run(args, error)
     if progress is not None:
         print(file=sys.stderr)
     doc = report(result)

@@ -73,6 +73,7 @@ def report(result: Exploration) -> dict[str, Any]:
         "transitions": stats.transitions,
         "mirrored_transitions": stats.mirrored,
         "workers": result.workers,
+        "cluster": result.cluster,
         "depth": stats.depth,
         "states_per_depth": stats.per_depth,
         "seconds": round(stats.seconds, 3),
@@ -123,7 +124,8 @@ def format_report(doc: dict[str, Any]) -> str:
         + (" with symmetry reduction" if doc["symmetry"] else ""),
         f"states first found per depth: {doc['states_per_depth']}",
         f"transitions not run as mirrors of symmetric ones: {doc['mirrored_transitions']}; "
-        f"worker processes: {doc['workers']}",
+        f"worker processes: {doc['workers']}"
+        + (f" (on the cluster at {doc['cluster']})" if doc["cluster"] else ""),
         f"bounds: {doc['bounds']}",
         f"invariants checked in every state: {len(doc['invariants'])} "
         f"({', '.join(doc['invariants'])})",

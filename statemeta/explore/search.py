@@ -16,8 +16,9 @@ is dropped, and an operation on a twin slot is not run (its successor mirrors th
 slot's). Levels are explored in order, so the first failure found is at the least depth: the
 counterexample is a shortest one. Its results are recomputed by replaying it on fresh adapters
 that check everything after every operation, which also checks that it fails again. Large
-levels may be expanded by worker processes; the parent merges what they found in the serial
-order.
+levels may be expanded by forked worker processes, or on a cluster (cluster.py: the frontier,
+partitioned by state fingerprint, shipped as paths); the parent merges what they found in the
+serial order.
 
 With ``all_violations`` the search does not stop at a failure: a violating state is neither
 kept nor expanded (a trace through it would show two faults at once), the search goes on, and
@@ -34,10 +35,12 @@ from __future__ import annotations
 import functools
 import itertools
 import multiprocessing
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from typing import Protocol, TypeVar, cast
 
 import attrs
 
@@ -60,6 +63,23 @@ Budgets = tuple[tuple[str, int], ...]
 Progress = Callable[["Stats"], None]
 PROGRESS_EVERY = 0.5
 """Seconds between two calls of the progress callback."""
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
+
+
+class Executor(Protocol):
+    """Where large levels are expanded when not in forked processes: a cluster
+    (statemeta.explore.cluster). The functions and items it is given are plain data."""
+
+    @property
+    def workers(self) -> int: ...
+
+    @property
+    def address(self) -> str: ...
+
+    def map(self, function: Callable[[_In], _Out], items: Iterable[_In]) -> list[_Out]:
+        """``function`` of each item, elsewhere, in the items' order."""
+        ...
 
 
 @attrs.define(slots=True)
@@ -149,6 +169,8 @@ class Exploration:
     pass through every state found)."""
     workers: int = 1
     """Processes that expanded the large levels."""
+    cluster: str | None = None
+    """The address of the cluster that expanded them, if one did."""
     semantics: Semantics = Semantics.INTENDED
     """The reference's semantics (and the variant's)."""
     violations: tuple[Violation, ...] = ()
@@ -265,6 +287,7 @@ def explore(
     workers: int = 1,
     semantics: Semantics | str = Semantics.INTENDED,
     all_violations: bool = False,
+    cluster: Executor | None = None,
 ) -> Exploration:
     """Visit every state reachable within ``bounds`` of the reference in ``semantics`` (and
     of ``variant`` in it); stop at the first failure, or with ``all_violations`` collect the
@@ -273,18 +296,15 @@ def explore(
     With ``workers`` > 1 each large level is expanded by that many processes, each over a run
     of the frontier; the parent merges what they found in the serial order, so the states,
     the paths, the counterexample and the report are the serial search's. Workers are forked
-    (the ``fork`` start method: not on Windows)."""
+    (the ``fork`` start method: not on Windows). With ``cluster`` the large levels are expanded
+    there instead, by the same function (``_expand_partition``), with the same result."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     started = time.perf_counter()
-    abstraction = StateAbstraction(bounds.slots, symmetry=symmetry)
-    alphabet: _Alphabet = [
-        (op, BUDGETED.get(op.name), _task_slot(op), op.spec.precondition is not None)
-        for op in bounds.alphabet()
-    ]
     semantics = Semantics.of(semantics)
+    context = _Context(bounds, variant, semantics, symmetry, all_violations)
+    abstraction, alphabet, root = _setup(context)
     start = functools.partial(_start, bounds.level, variant, semantics)
-    root = start(deferred=True)
     coverage = root[0].coverage
     budgets = bounds.budgets()
     root_key, root_twins = _key(abstraction, root, budgets)
@@ -309,7 +329,11 @@ def explore(
             abstraction, alphabet, root, coverage, parents, frontier,
             keep_systems=depth + 1 < bounds.max_depth, all_violations=all_violations,
         )
-        if workers > 1 and len(frontier) >= PARALLEL_MIN_STATES:
+        if len(frontier) < PARALLEL_MIN_STATES:
+            expansions = [_expand_here(level, stats, started, progress)]
+        elif cluster is not None:
+            expansions = _expand_on_cluster(level, context, cluster)
+        elif workers > 1:
             expansions = _expand_in_parallel(level, workers)
         else:
             expansions = [_expand_here(level, stats, started, progress)]
@@ -371,11 +395,35 @@ def explore(
         coverage=coverage,
         statuses=frozenset(abstraction.statuses),
         leaves=leaves,
-        workers=workers,
+        workers=workers if cluster is None else cluster.workers,
+        cluster=None if cluster is None else cluster.address,
         semantics=semantics,
         violations=found,
         all_violations=all_violations,
     )
+
+
+@attrs.frozen
+class _Context:
+    """What a level's expansion needs besides its frontier: plain data a cluster's worker
+    receives (it builds the rest, once per context: ``_setup``)."""
+
+    bounds: Bounds
+    variant: str | None
+    semantics: Semantics
+    symmetry: bool
+    all_violations: bool
+
+
+def _setup(context: _Context) -> tuple[StateAbstraction, _Alphabet, System]:
+    """The state abstraction, the alphabet and the empty meta's adapters of a search."""
+    bounds = context.bounds
+    alphabet: _Alphabet = [
+        (op, BUDGETED.get(op.name), _task_slot(op), op.spec.precondition is not None)
+        for op in bounds.alphabet()
+    ]
+    root = _start(bounds.level, context.variant, context.semantics, deferred=True)
+    return StateAbstraction(bounds.slots, symmetry=context.symmetry), alphabet, root
 
 
 def _expand_here(
@@ -416,28 +464,104 @@ def _expand_in_parallel(level: _Level, workers: int) -> list[_Expansion]:
 
 
 def _expand_run(run: tuple[int, int]) -> _Expansion:
-    """In a worker: rebuild the run's states from their paths, expand them, and report the
-    coverage and statuses the expansion added."""
-    level = _LEVEL
-    assert level is not None
+    """In a forked worker: expand a run of the level it inherited."""
+    assert _LEVEL is not None
+    return _expand_counted(_LEVEL, range(*run), set())
+
+
+def _expand_counted(level: _Level, positions: range, seen: set[Hashable]) -> _Expansion:
+    """In a worker: rebuild the states at ``positions`` from their paths, expand them, and
+    report the coverage and statuses the expansion added."""
     coverage = level.coverage
     lifecycle_before = coverage.lifecycle_rows.copy()
     roles_before = coverage.role_rows.copy()
     level.abstraction.statuses.clear()
-    expansion = _expand(level, range(*run), None, keep_systems=False)  # adapters stay here
+    expansion = _expand(level, positions, None, keep_systems=False, seen=seen)
     expansion.lifecycle_rows = coverage.lifecycle_rows - lifecycle_before
     expansion.role_rows = coverage.role_rows - roles_before
     expansion.statuses = set(level.abstraction.statuses)
     return expansion
 
 
+_Shipped = tuple[int, tuple[Op, ...], Budgets]
+"""A state of the frontier as a cluster's worker receives it: position, path, budgets left."""
+
+
+def _expand_on_cluster(level: _Level, context: _Context, cluster: Executor) -> list[_Expansion]:
+    """The level on a cluster: its frontier partitioned by state fingerprint (each state's
+    partition is its key's hash modulo their number), each partition shipped as its states'
+    positions and paths; each state comes back as its own expansion, so that the merge keeps
+    the serial order whatever the partition."""
+    parts = cluster.workers * _CHUNKS_PER_WORKER
+    partitions: list[list[_Shipped]] = [[] for _ in range(parts)]
+    for position, visit in enumerate(level.frontier):
+        path = tuple(_path(level.parents, visit.key))
+        partitions[hash(visit.key) % parts].append((position, path, visit.left))
+    expand = functools.partial(_expand_partition, context)
+    found = cluster.map(expand, [p for p in partitions if p])
+    adopt = functools.partial(_adopt, level.abstraction, len(level.root) > 1)
+    return sorted(
+        (attrs.evolve(e, found=[attrs.evolve(c, key=adopt(c.key)) for c in e.found])
+         for expansions in found for e in expansions),
+        key=lambda e: e.start,
+    )
+
+
+def _adopt(abstraction: StateAbstraction, pair: bool, key: Hashable) -> Hashable:
+    """A key a cluster's worker computed, in this process's form (state.py ``adopt``)."""
+    if not pair:
+        return abstraction.adopt(key)
+    reference, variant = cast(tuple[Hashable, Hashable], key)
+    return abstraction.adopt(reference), abstraction.adopt(variant)
+
+
+_WORKER = threading.local()
+"""A cluster worker thread's setup of each context it has expanded (the abstraction's caches
+stay warm from one level to the next; per thread, as a worker may run tasks in several)."""
+
+
+def _expand_partition(context: _Context, partition: list[_Shipped]) -> list[_Expansion]:
+    """On a cluster's worker: each state of the partition rebuilt from its path and expanded,
+    one expansion per state (at its frontier position); stops after the first failure unless
+    all_violations. Successors found before are not known here: the parent drops them."""
+    setups: dict[_Context, tuple[StateAbstraction, _Alphabet, System]] = (
+        _WORKER.__dict__.setdefault("setups", {})
+    )
+    if context not in setups:
+        setups[context] = _setup(context)
+    abstraction, alphabet, root = setups[context]
+    level = _Level(abstraction, alphabet, root, root[0].coverage, {}, [],
+                   keep_systems=False, all_violations=context.all_violations)
+    seen: set[Hashable] = set()
+    out: list[_Expansion] = []
+    for position, path, left in partition:
+        system = _replay(level, path)
+        key, twins = _key(abstraction, system, left)
+        level.frontier = [_Visit(key, left, twins, system)]
+        expansion = _expand_counted(level, range(1), seen)
+        out.append(attrs.evolve(
+            expansion,
+            start=position,
+            found=[attrs.evolve(c, position=position) for c in expansion.found],
+            failures=[attrs.evolve(f, position=position) for f in expansion.failures],
+        ))
+        if expansion.failures and not context.all_violations:
+            break  # the states after it in the frontier are not expanded by the serial search
+    return out
+
+
 def _rebuild(level: _Level, visit: _Visit) -> System:
-    """The adapters of a state found by a worker: its path replayed on a fork of the root
-    (the coverage counts the path once, when it was found)."""
+    """The adapters of a state found by a worker."""
+    return _replay(level, _path(level.parents, visit.key))
+
+
+def _replay(level: _Level, path: Iterable[Op]) -> System:
+    """A path replayed on a fork of the root (the coverage counts the path once, when it was
+    found)."""
     coverage = level.coverage
     counted = coverage.lifecycle_rows.copy(), coverage.role_rows.copy()
     system = _fork(level.root)
-    for op in _path(level.parents, visit.key):
+    for op in path:
         _step(system, op, [])
     coverage.lifecycle_rows, coverage.role_rows = counted
     return system
@@ -449,12 +573,14 @@ def _expand(
     tick: Callable[[_Expansion], None] | None,
     *,
     keep_systems: bool,
+    seen: set[Hashable] | None = None,
 ) -> _Expansion:
     """Every operation from each state at ``positions``, in order, each on a fork of it; the
     successors no earlier level had, each checked once; stops at the first failure (with
-    all_violations: records it, drops the failing state and goes on)."""
+    all_violations: records it, drops the failing state and goes on). ``seen``: the
+    successors already found by the caller's earlier expansions."""
     expansion = _Expansion(positions.start)
-    seen: set[Hashable] = set()
+    seen = set() if seen is None else seen
     abstraction = level.abstraction
     parents = level.parents
     for position in positions:

@@ -64,6 +64,14 @@ CASES: list[tuple[str, str, str]] = [
     ("statemeta explore --quiet --max-depth 1 --workers 0", "explore", "argument --workers"),
     ("statemeta explore --quiet --max-depth 1 --workers 65", "explore", "argument --workers"),
     ("statemeta explore --quiet --max-depth 1 --variant nope", "explore", "argument --variant"),
+    *[
+        (f"statemeta explore --quiet --max-depth 1 --cluster '{address}'", "explore",
+         "argument --cluster")
+        for address in ("", "localhost", "localhost:0", "localhost:65536", "tcp://:8786",
+                        "http://localhost:8786", "a b:1")
+    ],
+    ("statemeta verify --quiet --max-depth 1 --examples 1 --steps 1 --cluster x", "verify",
+     "argument --cluster"),
     ("statemeta explore --quiet --max-depth 1 --sut ''", "explore", "argument --sut"),
     ("statemeta explore --quiet --max-depth 1 --sut SERVE --depth -1", "explore",
      "argument --depth"),
@@ -165,6 +173,9 @@ def test_a_refusal_from_the_installed_command_is_one_line_and_nothing_runs(
         (cli_args.command_line, "'my impl' --flag", "'my impl' --flag"),
         (cli_args.input_file, "-", "-"),
         (cli_args.input_file, "/dev/null", "/dev/null"),
+        (cli_args.cluster_address, "tcp://10.0.0.5:8786", "tcp://10.0.0.5:8786"),
+        (cli_args.cluster_address, "scheduler.example:8786", "scheduler.example:8786"),
+        (cli_args.cluster_address, "tls://[::1]:65535", "tls://[::1]:65535"),
     ],
 )
 def test_a_meaningful_value_is_taken(
