@@ -146,18 +146,20 @@ def configure_explore(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress display")
 
 
-def run_explore(args: argparse.Namespace) -> int:
-    bounds = bounds_from(args)
-    if args.sut is not None and args.sut_depth is not None:
-        bounds = attrs.evolve(bounds, max_depth=args.sut_depth)
+def _search(
+    args: argparse.Namespace, bounds: Bounds, variant: str | None = None, keep_paths: bool = False
+) -> Exploration | int:
+    """The exploration explore and verify run (locally, or on ``--cluster``), with the
+    progress display unless ``--quiet`` or ``--json``; an int: the exit code of a cluster that
+    could not run it."""
     progress = None if args.quiet or args.json else _progress
     try:
         with cluster_of(args) as cluster:
             result = explore(
                 bounds,
-                variant=args.variant,
+                variant=variant,
                 symmetry=args.symmetry,
-                keep_paths=args.sut is not None,
+                keep_paths=keep_paths,
                 progress=progress,
                 workers=args.workers,
                 semantics=args.semantics,
@@ -168,6 +170,16 @@ def run_explore(args: argparse.Namespace) -> int:
         return could_not_run(args, error)
     if progress is not None:
         print(file=sys.stderr)
+    return result
+
+
+def run_explore(args: argparse.Namespace) -> int:
+    bounds = bounds_from(args)
+    if args.sut is not None and args.sut_depth is not None:
+        bounds = attrs.evolve(bounds, max_depth=args.sut_depth)
+    result = _search(args, bounds, variant=args.variant, keep_paths=args.sut is not None)
+    if isinstance(result, int):
+        return result
     doc = report(result)
     write_findings(result, doc, args.trace, args.trace_dir)
     if args.sut is not None and result.counterexample is None:
@@ -305,22 +317,9 @@ def configure_verify(parser: argparse.ArgumentParser) -> None:
 
 def run_verify(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    progress = None if args.quiet or args.json else _progress
-    try:
-        with cluster_of(args) as cluster:
-            result = explore(
-                bounds_from(args),
-                symmetry=args.symmetry,
-                progress=progress,
-                workers=args.workers,
-                semantics=args.semantics,
-                all_violations=all_violations(args),
-                cluster=cluster,
-            )
-    except ClusterError as error:
-        return could_not_run(args, error)
-    if progress is not None:
-        print(file=sys.stderr)
+    result = _search(args, bounds_from(args))
+    if isinstance(result, int):
+        return result
     doc = report(result)
     write_findings(result, doc, DEFAULT_TRACE, args.trace_dir)
     campaign = run_campaign(args.examples, args.steps, semantics=args.semantics)

@@ -220,6 +220,19 @@ class MetaRegistry:
         if not task.fill_history:
             state.stream_count += 1
 
+    def _let_go(self, entry: TaskEntry) -> None:
+        """The meta lets go of a task leaving its map: the trigger timer's and its own
+        references go, its timers are cancelled; still acquired, it is detached until its last
+        release."""
+        if entry.trigger_held:
+            entry.trigger_held = False
+            entry.refcount -= 1
+        self._cancel_timers(entry)
+        entry.drop_pending = False
+        entry.refcount -= 1
+        if entry.refcount > 0:
+            self.state.detached[entry.incarnation] = entry
+
     def _ensure_transaction(self) -> None:
         if not self.store.in_transaction:
             self.store.begin()
@@ -295,14 +308,7 @@ class MetaRegistry:
             state.ids.remove(tid)
             if not entry.task.fill_history:
                 state.stream_count -= 1
-            if entry.trigger_held:
-                entry.trigger_held = False
-                entry.refcount -= 1
-            self._cancel_timers(entry)
-            entry.drop_pending = False
-            entry.refcount -= 1
-            if entry.refcount > 0:
-                state.detached[entry.incarnation] = entry
+            self._let_go(entry)
             state.removed.add(tid)
             self._complete_round_if_done()
 

@@ -26,14 +26,7 @@ class MetaRestart(MetaRegistry):
         """
         state = self.state
         for entry in state.entries.values():
-            if entry.trigger_held:
-                entry.trigger_held = False
-                entry.refcount -= 1
-            self._cancel_timers(entry)
-            entry.drop_pending = False
-            entry.refcount -= 1
-            if entry.refcount > 0:
-                state.detached[entry.incarnation] = entry
+            self._let_go(entry)
         state.ids.clear()
         state.entries.clear()
         state.stream_count = 0
