@@ -251,10 +251,6 @@ _START_ONE = Precondition(
 )
 
 
-def _params(params: Mapping[str, str]) -> tuple[Param, ...]:
-    return tuple(Param(p, k) for p, k in sorted(params.items()))
-
-
 @attrs.frozen
 class OpSpec:
     """One operation: everything the harness, the property suite, concurrent runs and the
@@ -264,8 +260,8 @@ class OpSpec:
     name: str
     level: int
     doc: str
-    params: tuple[Param, ...] = attrs.field(converter=_params)
-    """Argument name -> parameter kind (a key of DOMAINS) in a row; sorted by name."""
+    params: tuple[Param, ...]
+    """Sorted by name (``_params``)."""
     handler: str
     """The ``ReferenceAdapter`` method that runs it: ``adapter.<handler>(op)`` (the reference
     checks at import that each exists)."""
@@ -300,9 +296,14 @@ class OpSpec:
     one set of handles per client and checks such calls per task)."""
 
 
-_TASK = {"task": "task"}
-_TASK_EVENT = {"task": "task", "event": "event"}
-_TASK_TWO_PHASE = {"task": "task", "event": "two_phase_event"}
+def _params(**kinds: str) -> tuple[Param, ...]:
+    """Argument name -> parameter kind (a key of DOMAINS), sorted by name."""
+    return tuple(Param(name, kind) for name, kind in sorted(kinds.items()))
+
+
+_TASK = _params(task="task")
+_TASK_EVENT = _params(task="task", event="event")
+_TASK_TWO_PHASE = _params(task="task", event="two_phase_event")
 
 # The columns after the doc and the arguments: the handler on the reference, the precondition,
 # outcome; generation weight and draw rank; the explorer's budget; commits, reopens;
@@ -310,172 +311,173 @@ _TASK_TWO_PHASE = {"task": "task", "event": "two_phase_event"}
 _SPECS: tuple[OpSpec, ...] = (
     # -- level 1: one lifecycle per pool slot --------------------------------------------------
     OpSpec("handle", 1, "streamTaskHandleEvent on the slot's lifecycle -> outcome "
-          "(applied/started/pending/rejected)", _TASK_EVENT,
-          handler="do_handle", precondition=_HANDLE, outcome=True,
-          weight=3, draw_rank=80, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "(applied/started/pending/rejected)", _TASK_EVENT,
+           handler="do_handle", precondition=_HANDLE, outcome=True,
+           weight=3, draw_rank=80, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("complete", 1, "the second phase of a started init / init_scanhist -> outcome",
-          _TASK_TWO_PHASE,
-          handler="do_complete", precondition=_COMPLETE, outcome=True,
-          weight=1, draw_rank=40, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           _TASK_TWO_PHASE,
+           handler="do_complete", precondition=_COMPLETE, outcome=True,
+           weight=1, draw_rank=40, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("restore", 1, "streamTaskRestoreStatus (the lifecycle's resume) -> outcome", _TASK,
-          handler="do_restore", precondition=_RESUME, outcome=True,
-          weight=1, draw_rank=50, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           handler="do_restore", precondition=_RESUME, outcome=True,
+           weight=1, draw_rank=50, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("reset", 1, "streamTaskResetStatus: back to uninit, nothing active/waiting/saved "
-          "-> null", _TASK,
-          handler="do_reset", precondition=None, outcome=False,
-          weight=1, draw_rank=60, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "-> null", _TASK,
+           handler="do_reset", precondition=None, outcome=False,
+           weight=1, draw_rank=60, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("set_ready", 1, "streamTaskSetStatusReady -> outcome (rejected while dropping)", _TASK,
-          handler="do_set_ready", precondition=None, outcome=True,
-          weight=1, draw_rank=70, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           handler="do_set_ready", precondition=None, outcome=True,
+           weight=1, draw_rank=70, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     # -- level 2: the meta in memory -----------------------------------------------------------
     OpSpec("register", 2, "streamMetaRegisterTask(slot record, ver 1) -> bool (false: "
-          "registered already); commits", _TASK,
-          handler="do_register", precondition=None, outcome=False,
-          weight=2, draw_rank=130, budget=None, commits=True, reopens=False,
-          concurrent_weight=4, client_handles=False),
+           "registered already); commits", _TASK,
+           handler="do_register", precondition=None, outcome=False,
+           weight=2, draw_rank=130, budget=None, commits=True, reopens=False,
+           concurrent_weight=4, client_handles=False),
     OpSpec("unregister", 2, "streamMetaUnregisterTask -> removed/deferred/not_found", _TASK,
-          handler="do_unregister", precondition=None, outcome=False,
-          weight=1, draw_rank=140, budget=None, commits=True, reopens=False,
-          concurrent_weight=4, client_handles=False),
+           handler="do_unregister", precondition=None, outcome=False,
+           weight=1, draw_rank=140, budget=None, commits=True, reopens=False,
+           concurrent_weight=4, client_handles=False),
     OpSpec("acquire", 2, "streamMetaAcquireTask -> bool (false: missing, stopping or dropping); "
-          "the adapter keeps the handle", _TASK,
-          handler="do_acquire", precondition=None, outcome=False,
-          weight=1, draw_rank=150, budget=None, commits=False, reopens=False,
-          concurrent_weight=4, client_handles=True),
+           "the adapter keeps the handle", _TASK,
+           handler="do_acquire", precondition=None, outcome=False,
+           weight=1, draw_rank=150, budget=None, commits=False, reopens=False,
+           concurrent_weight=4, client_handles=True),
     OpSpec("release", 2, "streamMetaReleaseTask of the slot's latest outstanding handle (none "
-          "outstanding: the last handle given back again, or a never-issued one) -> null",
-          _TASK,
-          handler="do_release", precondition=None, outcome=False,
-          weight=1, draw_rank=160, budget=None, commits=False, reopens=False,
-          concurrent_weight=4, client_handles=True),
+           "outstanding: the last handle given back again, or a never-issued one) -> null",
+           _TASK,
+           handler="do_release", precondition=None, outcome=False,
+           weight=1, draw_rank=160, budget=None, commits=False, reopens=False,
+           concurrent_weight=4, client_handles=True),
     OpSpec("handle_event", 2, "streamTaskHandleEvent on a mapped task -> outcome (init / "
-          "init_scanhist of a task with nothing downstream: applied at once, as complete_event)",
-          _TASK_EVENT,
-          handler="do_handle_event", precondition=_HANDLE, outcome=True,
-          weight=2, draw_rank=90, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "init_scanhist of a task with nothing downstream: applied at once, as complete_event)",
+           _TASK_EVENT,
+           handler="do_handle_event", precondition=_HANDLE, outcome=True,
+           weight=2, draw_rank=90, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("complete_event", 2, "the second phase of init / init_scanhist -> outcome "
-          "(applied: downstream-ready, a ready result, its fill-history task launched)",
-          _TASK_TWO_PHASE,
-          handler="do_complete_event", precondition=_COMPLETE, outcome=True,
-          weight=1, draw_rank=100, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "(applied: downstream-ready, a ready result, its fill-history task launched)",
+           _TASK_TWO_PHASE,
+           handler="do_complete_event", precondition=_COMPLETE, outcome=True,
+           weight=1, draw_rank=100, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("resume", 2, "streamTaskResume -> outcome", _TASK,
-          handler="do_resume", precondition=_RESUME, outcome=True,
-          weight=1, draw_rank=110, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           handler="do_resume", precondition=_RESUME, outcome=True,
+           weight=1, draw_rank=110, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("begin_checkpoint", 2, "gen_checkpoint recording checkpoint id `checkpoint` "
-          "(trans id 1) -> outcome", {"task": "task", "checkpoint": "checkpoint"},
-          handler="do_begin_checkpoint", precondition=_CHECKPOINT, outcome=True,
-          weight=1, draw_rank=120, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "(trans id 1) -> outcome", _params(task="task", checkpoint="checkpoint"),
+           handler="do_begin_checkpoint", precondition=_CHECKPOINT, outcome=True,
+           weight=1, draw_rank=120, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("save_task", 2, "streamMetaSaveTask of the in-memory record with the current status "
-          "byte and the checkpoint in progress (if any) -> null; durable at the next commit",
-          _TASK,
-          handler="do_save_task", precondition=None, outcome=False,
-          weight=2, draw_rank=170, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
-    OpSpec("commit", 2, "streamMetaCommit -> null", {},
-          handler="do_commit", precondition=None, outcome=False,
-          weight=2, draw_rank=180, budget=None, commits=True, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "byte and the checkpoint in progress (if any) -> null; durable at the next commit",
+           _TASK,
+           handler="do_save_task", precondition=None, outcome=False,
+           weight=2, draw_rank=170, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("commit", 2, "streamMetaCommit -> null", (),
+           handler="do_commit", precondition=None, outcome=False,
+           weight=2, draw_rank=180, budget=None, commits=True, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("load_all", 2, "streamMetaLoadAllTasks -> {loaded, removed, duplicates, "
-          "undecodable: [key hex], cleared}", {},
-          handler="do_load_all", precondition=None, outcome=False,
-          weight=1, draw_rank=190, budget=None, commits=True, reopens=False,
-          concurrent_weight=1, client_handles=False),
-    OpSpec("latest_checkpoint_id", 2, "streamMetaGetLatestCheckpointId -> int", {},
-          handler="do_latest_checkpoint_id", precondition=None, outcome=False,
-          weight=1, draw_rank=10, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "undecodable: [key hex], cleared}", (),
+           handler="do_load_all", precondition=None, outcome=False,
+           weight=1, draw_rank=190, budget=None, commits=True, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("latest_checkpoint_id", 2, "streamMetaGetLatestCheckpointId -> int", (),
+           handler="do_latest_checkpoint_id", precondition=None, outcome=False,
+           weight=1, draw_rank=10, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("start_all", 2, "streamMetaStartAllTasks -> [[id, started/ready/failed/skipped], ...] "
-          "(ready: downstream-ready already, or at once with nothing downstream)", {},
-          handler="do_start_all", precondition=None, outcome=False,
-          weight=1, draw_rank=210, budget="start_rounds", commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "(ready: downstream-ready already, or at once with nothing downstream)", (),
+           handler="do_start_all", precondition=None, outcome=False,
+           weight=1, draw_rank=210, budget="start_rounds", commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("start_one", 2, "streamMetaStartOneTask -> started/ready/failed/skipped (not mapped: "
-          "a failed result, then the error UnknownTaskError)", _TASK,
-          handler="do_start_one", precondition=_START_ONE, outcome=False,
-          weight=1, draw_rank=220, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "a failed result, then the error UnknownTaskError)", _TASK,
+           handler="do_start_one", precondition=_START_ONE, outcome=False,
+           weight=1, draw_rank=220, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("report_launch", 2, "streamMetaAddTaskLaunchResult -> bool (false: ignored)",
-          {"task": "task", "ready": "bool"},
-          handler="do_report_launch", precondition=None, outcome=False,
-          weight=2, draw_rank=230, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
-    OpSpec("all_tasks_ready", 2, "streamMetaAllTasksReady -> bool", {},
-          handler="do_all_tasks_ready", precondition=None, outcome=False,
-          weight=1, draw_rank=20, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           _params(task="task", ready="bool"),
+           handler="do_report_launch", precondition=None, outcome=False,
+           weight=2, draw_rank=230, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("all_tasks_ready", 2, "streamMetaAllTasksReady -> bool", (),
+           handler="do_all_tasks_ready", precondition=None, outcome=False,
+           weight=1, draw_rank=20, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("stop_all", 2, "streamMetaStopAllTasks -> [id, ...] stopped (the before-close "
-          "heartbeat first, when armed)", {},
-          handler="do_stop_all", precondition=None, outcome=False,
-          weight=1, draw_rank=240, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "heartbeat first, when armed)", (),
+           handler="do_stop_all", precondition=None, outcome=False,
+           weight=1, draw_rank=240, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("notify_close", 2, "streamMetaNotifyClose -> int (tasks with an active task timer)",
-          {},
-          handler="do_notify_close", precondition=None, outcome=False,
-          weight=1, draw_rank=250, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           (),
+           handler="do_notify_close", precondition=None, outcome=False,
+           weight=1, draw_rank=250, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("clear", 2, "streamMetaClear: every task leaves memory (list, map, counters, the "
-          "open round's results); role, stage, heartbeat and the open transaction stay -> null",
-          {},
-          handler="do_clear", precondition=None, outcome=False,
-          weight=1, draw_rank=270, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "open round's results); role, stage, heartbeat and the open transaction stay -> null",
+           (),
+           handler="do_clear", precondition=None, outcome=False,
+           weight=1, draw_rank=270, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("reset_start_info", 2, "streamMetaResetStartInfo: the open start round is dropped, "
-          "uncompleted (no callback) -> null", {},
-          handler="do_reset_start_info", precondition=None, outcome=False,
-          weight=1, draw_rank=280, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "uncompleted (no callback) -> null", (),
+           handler="do_reset_start_info", precondition=None, outcome=False,
+           weight=1, draw_rank=280, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("update_stage_role", 2, "streamMetaUpdateStageRole -> role (uninit/leader/follower)",
-          {"stage": "stage", "is_leader": "bool"},
-          handler="do_update_stage_role", precondition=None, outcome=False,
-          weight=2, draw_rank=300, budget="role_changes", commits=False, reopens=False,
-          concurrent_weight=2, client_handles=False),
+           _params(stage="stage", is_leader="bool"),
+           handler="do_update_stage_role", precondition=None, outcome=False,
+           weight=2, draw_rank=300, budget="role_changes", commits=False, reopens=False,
+           concurrent_weight=2, client_handles=False),
     OpSpec("advance_clock", 2, "move the virtual clock `ms` forward, firing timers (heartbeat "
-          "ticks, trigger and task timers) -> null", {"ms": "ms"},
-          handler="do_advance_clock", precondition=None, outcome=False,
-          weight=2, draw_rank=310, budget="clock_advances", commits=True, reopens=False,
-          concurrent_weight=2, client_handles=False),
+           "ticks, trigger and task timers) -> null", _params(ms="ms"),
+           handler="do_advance_clock", precondition=None, outcome=False,
+           weight=2, draw_rank=310, budget="clock_advances", commits=True, reopens=False,
+           concurrent_weight=2, client_handles=False),
     OpSpec("start_task_timer", 2, "arm a task timer of 100 ms (timerActive + 1 until it fires) "
-          "-> null", _TASK,
-          handler="do_start_task_timer", precondition=None, outcome=False,
-          weight=1, draw_rank=320, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "-> null", _TASK,
+           handler="do_start_task_timer", precondition=None, outcome=False,
+           weight=1, draw_rank=320, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     OpSpec("report_downstream_update", 2, "queue node `node` for the next heartbeat -> null",
-          {"task": "task", "node": "node"},
-          handler="do_report_downstream_update", precondition=None, outcome=False,
-          weight=1, draw_rank=330, budget=None, commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           _params(task="task", node="node"),
+           handler="do_report_downstream_update", precondition=None, outcome=False,
+           weight=1, draw_rank=330, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     # -- level 3: persistence ------------------------------------------------------------------
     OpSpec("close_reopen", 3, "streamMetaClose, then open the same path and load_all -> the "
-          "load report (role uninit, stage -1, a new clock from the same time)", {},
-          handler="do_close_reopen", precondition=None, outcome=False,
-          weight=2, draw_rank=340, budget="reopens", commits=True, reopens=True,
-          concurrent_weight=1, client_handles=False),
+           "load report (role uninit, stage -1, a new clock from the same time)", (),
+           handler="do_close_reopen", precondition=None, outcome=False,
+           weight=2, draw_rank=340, budget="reopens", commits=True, reopens=True,
+           concurrent_weight=1, client_handles=False),
     OpSpec("crash_reopen", 3, "drop the process (no close: the open transaction is lost, "
-          "timers die), then open the same path and load_all -> the load report", {},
-          handler="do_crash_reopen", precondition=None, outcome=False,
-          weight=2, draw_rank=350, budget="reopens", commits=True, reopens=True,
-          concurrent_weight=1, client_handles=False),
+           "timers die), then open the same path and load_all -> the load report", (),
+           handler="do_crash_reopen", precondition=None, outcome=False,
+           weight=2, draw_rank=350, budget="reopens", commits=True, reopens=True,
+           concurrent_weight=1, client_handles=False),
     OpSpec("corrupt_record", 3, "a crash leaves a torn write: the slot's record cut to its first "
-          "12 bytes, which do not decode, committed under its key; then open the same path and "
-          "load_all -> the load report (the record skipped, undecodable; the seed: "
-          "DecodeError, M4)", _TASK,
-          handler="do_corrupt_record", precondition=None, outcome=False,
-          weight=1, draw_rank=370, budget="faults", commits=True, reopens=True,
-          concurrent_weight=1, client_handles=False),
+           "12 bytes, which do not decode, committed under its key; then open the same path and "
+           "load_all -> the load report (the record skipped, undecodable; the seed: "
+           "DecodeError, M4)", _TASK,
+           handler="do_corrupt_record", precondition=None, outcome=False,
+           weight=1, draw_rank=370, budget="faults", commits=True, reopens=True,
+           concurrent_weight=1, client_handles=False),
     OpSpec("fail_next", 3, "the next `op` call on the store (begin/put/delete/commit) fails "
-          "with StoreFault, without effect (a failed commit aborts) -> null", {"op": "fault_op"},
-          handler="do_fail_next", precondition=None, outcome=False,
-          weight=2, draw_rank=360, budget="faults", commits=False, reopens=False,
-          concurrent_weight=1, client_handles=False),
+           "with StoreFault, without effect (a failed commit aborts) -> null",
+           _params(op="fault_op"),
+           handler="do_fail_next", precondition=None, outcome=False,
+           weight=2, draw_rank=360, budget="faults", commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
 )
 
 OP_SPECS: dict[str, OpSpec] = {s.name: s for s in _SPECS}
