@@ -255,7 +255,7 @@ _START_ONE = Precondition(
 class OpSpec:
     """One operation: everything the harness, the property suite, concurrent runs and the
     explorer know of it. Every column is stated in every row (no defaults); a test checks
-    each value (tests/unit/test_operations.py)."""
+    each value (tests/unit/test_operation_table.py)."""
 
     name: str
     level: int
@@ -275,8 +275,9 @@ class OpSpec:
     """How often the property suite draws it, relative to the other names of its level
     (``generation.FREQUENCY``): the weights favour what builds state."""
     draw_rank: int
-    """Its place in the property suite's draw list, among the operations and the walks
-    (Hypothesis shrinks a draw towards the first: read-only queries come first)."""
+    """Its place in the property suite's draw list, unique among the operations and the walks
+    (generation.py's ``_WALKS``): Hypothesis shrinks a draw towards the first, so read-only
+    queries come first."""
     budget: str | None
     """The explorer's budget each call spends (a ``Bounds`` field: the operations that would
     make the state space infinite or very large); None: not budgeted."""

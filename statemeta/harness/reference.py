@@ -8,6 +8,9 @@ operation and timer callback ends with the whole invariant catalogue, and an
 ``InvariantViolation`` propagates (it is never a result). With ``observe`` / ``outcomes`` it
 declares and reports only part of its view (``serve --observe``: statemeta.harness.observation).
 
+Each operation runs in the ``do_*`` method its row of the operation table names (its
+``handler`` column; checked at import).
+
 A crash drops the meta without closing it: the store's open transaction is lost, its timers die
 with its clock, and its handles are forgotten; the reopened meta gets a new clock from the same
 time. Table rows reached are counted in ``coverage`` (the reference only).
@@ -51,7 +54,15 @@ from statemeta.harness.operations import (
 )
 from statemeta.harness.variants import VARIANTS
 from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus, transition_row
-from statemeta.meta import CheckTrace, StreamMeta, TaskHandle, VirtualClock
+from statemeta.meta import (
+    CheckTrace,
+    DropResult,
+    LoadReport,
+    StartStep,
+    StreamMeta,
+    TaskHandle,
+    VirtualClock,
+)
 from statemeta.meta.core import TASK_TABLE
 from statemeta.roles import RoleEvent
 from statemeta.semantics import Semantics
@@ -311,27 +322,27 @@ class ReferenceAdapter:
             raise MisuseError("committed_records needs the memory backend")
         return {cached.key_id(k): _decoded(v) for k, v in store.committed_items(TASK_TABLE)}
 
-    # -- the operations: the handler column of the operation table --------------------------
+    # -- the operations: each row of the operation table names its method (``handler``) -----
 
     def do_handle(self, op: Op) -> Outcome:
-        return self._slot_lifecycle(op).handle(_event(op))
+        return self.lifecycle(task_slot(op).name).handle(_event(op))
 
     def do_complete(self, op: Op) -> Outcome:
-        return self._slot_lifecycle(op).complete(_event(op))
+        return self.lifecycle(task_slot(op).name).complete(_event(op))
 
     def do_restore(self, op: Op) -> Outcome:
-        return self._slot_lifecycle(op).resume()
+        return self.lifecycle(task_slot(op).name).resume()
 
     def do_reset(self, op: Op) -> None:
-        self._slot_lifecycle(op).reset()
+        self.lifecycle(task_slot(op).name).reset()
 
     def do_set_ready(self, op: Op) -> Outcome:
-        return self._slot_lifecycle(op).set_ready()
+        return self.lifecycle(task_slot(op).name).set_ready()
 
     def do_register(self, op: Op) -> bool:
         return self.meta.register(task_slot(op).record, REGISTER_VER)
 
-    def do_unregister(self, op: Op) -> object:
+    def do_unregister(self, op: Op) -> DropResult:
         return self.meta.unregister(*_ids(op))
 
     def do_acquire(self, op: Op) -> bool:
@@ -381,16 +392,16 @@ class ReferenceAdapter:
     def do_commit(self, op: Op) -> None:
         self.meta.commit()
 
-    def do_load_all(self, op: Op) -> object:
+    def do_load_all(self, op: Op) -> LoadReport:
         return self.meta.load_all()
 
     def do_latest_checkpoint_id(self, op: Op) -> int:
         return self.meta.latest_checkpoint_id()
 
-    def do_start_all(self, op: Op) -> object:
+    def do_start_all(self, op: Op) -> tuple[tuple[TaskId, StartStep], ...]:
         return self.meta.start_all()
 
-    def do_start_one(self, op: Op) -> object:
+    def do_start_one(self, op: Op) -> StartStep:
         return self.meta.start_one(*_ids(op))
 
     def do_report_launch(self, op: Op) -> bool:
@@ -399,7 +410,7 @@ class ReferenceAdapter:
     def do_all_tasks_ready(self, op: Op) -> bool:
         return self.meta.all_tasks_ready()
 
-    def do_stop_all(self, op: Op) -> object:
+    def do_stop_all(self, op: Op) -> tuple[TaskId, ...]:
         return self.meta.stop_all()
 
     def do_notify_close(self, op: Op) -> int:
@@ -508,9 +519,6 @@ class ReferenceAdapter:
     def _advance(self, ms: int) -> None:
         """The clock moves (the facade target: under the facade's lock)."""
         self.clock.advance(ms)
-
-    def _slot_lifecycle(self, op: Op) -> TaskLifecycle:
-        return self._lifecycles[task_slot(op).name]
 
     def _forget_handles(self) -> None:
         self._handles = {}
