@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import attrs
 
 from statemeta.errors import MisuseError
-from statemeta.harness.operations import TASK_POOL, Op, TaskSlot, ops_at
+from statemeta.harness.operations import OP_SPECS, TASK_POOL, Op, TaskSlot, ops_at
 
 PLAIN_STREAM_SLOTS = ("s1", "s3")
 """Plain stream tasks, in the order --stream-tasks takes them (s3's key sorts before s1's)."""
@@ -22,16 +22,9 @@ TRIGGER_SLOT = "s2"
 FILL_HISTORY_PAIR = ("f1", "h1")
 NO_DOWNSTREAM_SLOT = "t1"
 
-BUDGETED: Mapping[str, str] = {
-    "update_stage_role": "role_changes",
-    "start_all": "start_rounds",
-    "close_reopen": "reopens",
-    "crash_reopen": "reopens",
-    "fail_next": "faults",
-    "corrupt_record": "faults",
-    "advance_clock": "clock_advances",
-}
-"""Operation -> the budget each call of it spends."""
+BUDGETED: Mapping[str, str] = {s.name: s.budget for s in OP_SPECS.values() if s.budget}
+"""Operation -> the budget each call of it spends (the ``budget`` column of the operation
+table)."""
 
 
 @attrs.frozen

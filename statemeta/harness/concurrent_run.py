@@ -26,7 +26,7 @@ from statemeta.harness.linearizability.checker import Outcome
 from statemeta.harness.linearizability.reference import CONCURRENT_LEVELS, Call, reference_spec
 from statemeta.harness.linearizability.timeline import format_verdict
 from statemeta.harness.normalize import Json, check_view_invariants
-from statemeta.harness.operations import REOPENS, Op, OpSpec, ops_at
+from statemeta.harness.operations import OP_SPECS, REOPENS, Op, OpSpec, ops_at
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
 from statemeta.harness.trace import Failure, Trace
 from statemeta.semantics import Semantics
@@ -214,17 +214,17 @@ def concurrent_ops(level: int) -> tuple[OpSpec, ...]:
 
 
 CONTENDED: dict[str, int] = {
-    "register": 4, "unregister": 4, "acquire": 4, "release": 4,
-    "advance_clock": 2, "update_stage_role": 2,
+    s.name: s.concurrent_weight for s in OP_SPECS.values() if s.concurrent_weight > 1
 }
-"""How much more often than the others a run calls these: the operations that change the list,
-the map and the references, and the ones that start heartbeats; races are between them."""
+"""The operations a run calls more often than the others, by how much (the
+``concurrent_weight`` column): those that change the list, the map and the references, and
+the ones that start heartbeats; races are between them."""
 
 
 def random_op(rng: random.Random, specs: Sequence[OpSpec], tasks: Sequence[str]) -> Op:
     """One operation (``CONTENDED`` ones more often), with arguments drawn from their domains
     (tasks from ``tasks``)."""
-    spec = rng.choices(specs, [CONTENDED.get(s.name, 1) for s in specs])[0]
+    spec = rng.choices(specs, [s.concurrent_weight for s in specs])[0]
     return Op.of(
         spec.name,
         **{

@@ -154,11 +154,11 @@ class FacadeAdapter(ReferenceAdapter):
     def _advance(self, ms: int) -> None:
         self.facade.advance(ms)
 
-    def _fail_next(self, op: Op) -> None:
-        self.facade.locked(lambda: super(FacadeAdapter, self)._fail_next(op))
+    def do_fail_next(self, op: Op) -> None:
+        self.facade.locked(lambda: super(FacadeAdapter, self).do_fail_next(op))
 
-    def _save_task(self, op: Op) -> None:
-        self.facade.locked(lambda: super(FacadeAdapter, self)._save_task(op))
+    def do_save_task(self, op: Op) -> None:
+        self.facade.locked(lambda: super(FacadeAdapter, self).do_save_task(op))
 
     def stop(self) -> None:
         super().stop()

@@ -53,58 +53,62 @@ from statemeta.tables import LIFECYCLE
 
 __all__ = ["FREQUENCY", "WALK_MAX", "Driver", "command", "lifecycle_moves", "slot_states"]
 
-FREQUENCY: Mapping[str, int] = {
-    # read-only queries first: Hypothesis shrinks a choice towards the first
-    "latest_checkpoint_id": 1, "all_tasks_ready": 1,
-    # the lifecycle
-    "lifecycle_walk": 12,
-    "complete": 1, "restore": 1, "reset": 1, "set_ready": 1, "handle": 3,
-    "handle_event": 2, "complete_event": 1, "resume": 1, "begin_checkpoint": 1,
-    # the task set and its references
-    "register": 2, "unregister": 1, "acquire": 1, "release": 1,
-    # persistence inside the meta
-    "save_task": 2, "commit": 2, "load_all": 1,
-    # start rounds and stopping
-    "round_walk": 2,
-    "start_all": 1, "start_one": 1, "report_launch": 2, "stop_all": 1, "notify_close": 1,
-    # the restart path (clear, load_all, start_all) with the role, stage and heartbeat kept
-    "restart_walk": 1, "clear": 1, "reset_start_info": 1,
-    # roles, heartbeats and timers
-    "role_walk": 2,
-    "update_stage_role": 2, "advance_clock": 2, "start_task_timer": 1,
-    "report_downstream_update": 1,
-    # level 3: the process and the store
-    "close_reopen": 2, "crash_reopen": 2, "fail_next": 2, "corrupt_record": 1,
-}
-"""How often each name is drawn, relative to the others of its level (a level draws the
-walks whose operations it has). The weights favour what builds state: walks, registers,
-saves, commits, reopens and faults."""
-
 WALK_MAX = 12
 """The most operations one walk runs."""
 
 
 @attrs.frozen
 class _Walk:
-    """A walk over a fixed set of operations (the lifecycle walk is the state-dependent one)."""
+    """A walk, drawn by name like an operation (its weight and draw rank are the walk's own
+    columns; those of operations are in their rows)."""
 
-    opening: tuple[str, ...]
+    weight: int
+    draw_rank: int
+    """Its place among the operations' ``draw_rank`` values."""
+    opening: tuple[str, ...] = ()
     """The operations that open the walk, in order (no arguments)."""
-    moves: tuple[str, ...]
-    """The operations it then draws, each repeated by its weight."""
+    moves: tuple[str, ...] = ()
+    """The operations it then draws, each repeated by its weight (none: the lifecycle walk's
+    moves come from the task's status, ``lifecycle_moves``)."""
 
 
+_LIFECYCLE_WALK = "lifecycle_walk"
 _WALKS: Mapping[str, _Walk] = {
-    "role_walk": _Walk((), ("update_stage_role",) * 2 + ("advance_clock",)),
+    _LIFECYCLE_WALK: _Walk(12, 30),
     "round_walk": _Walk(
-        ("start_all",), ("register", "unregister", "start_one") + ("report_launch",) * 2
+        2, 200, ("start_all",), ("register", "unregister", "start_one") + ("report_launch",) * 2
     ),
     "restart_walk": _Walk(
-        ("clear", "load_all", "start_all"),
+        1, 260, ("clear", "load_all", "start_all"),
         ("complete_event", "report_launch", "advance_clock", "update_stage_role"),
     ),
+    "role_walk": _Walk(2, 290, (), ("update_stage_role",) * 2 + ("advance_clock",)),
 }
-_WALK_NAMES = frozenset({"lifecycle_walk", *_WALKS})
+
+
+def _frequency() -> dict[str, int]:
+    """Every operation and walk by draw rank, with its weight (MisuseError on a shared rank
+    or a walk over an operation that does not exist)."""
+    ranked = sorted(
+        [(s.draw_rank, s.name, s.weight) for s in OP_SPECS.values()]
+        + [(w.draw_rank, name, w.weight) for name, w in _WALKS.items()]
+    )
+    ranks = [rank for rank, _, _ in ranked]
+    if len(set(ranks)) != len(ranks):
+        shared = sorted({r for r in ranks if ranks.count(r) > 1})
+        raise MisuseError(f"draw ranks {shared} are shared by several operations or walks")
+    for name, walk in _WALKS.items():
+        unknown = {*walk.opening, *walk.moves} - OP_SPECS.keys()
+        if unknown:
+            raise MisuseError(f"{name} runs unknown operations {sorted(unknown)}")
+    return {name: weight for _, name, weight in ranked}
+
+
+FREQUENCY: Mapping[str, int] = _frequency()
+"""How often each name is drawn, relative to the others of its level (a level draws the
+walks whose operations it has), in draw order: each operation's ``weight`` column and the
+walks' own, ordered by ``draw_rank``. The weights favour what builds state: walks, registers,
+saves, commits, reopens and faults."""
 
 _LIFECYCLE_OPS = {
     1: ("handle", "complete", "restore", None),  # the lifecycles alone: no save
@@ -154,7 +158,7 @@ def command(driver: Driver, data: st.DataObject) -> None:
     if not _has_room(driver):
         return
     name = data.draw(st.sampled_from(_CHOICES[driver.level]), "op")
-    if name == "lifecycle_walk":
+    if name == _LIFECYCLE_WALK:
         _lifecycle_walk(driver, data)
     elif name in _WALKS:
         _walk(driver, _WALKS[name], data)
@@ -281,20 +285,11 @@ def _moves_on(status: TaskStatus, event: TaskEvent) -> bool:
 
 
 def _choices(level: int) -> tuple[str, ...]:
-    """Each name of ``level`` repeated by its weight, in table order."""
+    """Each name of ``level`` repeated by its weight, in draw order."""
     ops = {spec.name for spec in ops_at(level)}
-    walks = {
-        name for name, walk in _WALKS.items()
-        if {*walk.opening, *walk.moves} <= ops
-    }
-    names = ops | walks | {"lifecycle_walk"}
-    missing = names - FREQUENCY.keys()
-    if missing:
-        raise MisuseError(f"FREQUENCY has no weight for {sorted(missing)}")
+    walks = {name for name, walk in _WALKS.items() if {*walk.opening, *walk.moves} <= ops}
+    names = ops | walks
     return tuple(n for n, weight in FREQUENCY.items() if n in names for _ in range(weight))
 
 
-_unknown = FREQUENCY.keys() - _WALK_NAMES - OP_SPECS.keys()
-if _unknown:
-    raise MisuseError(f"FREQUENCY weighs unknown operations {sorted(_unknown)}")
 _CHOICES = {level: _choices(level) for level in LEVELS}

@@ -249,7 +249,10 @@ class DurableModel:
     """What must be committed, from the operations' results alone (not from the store).
 
     ``pending`` holds the records save_task wrote since the last commit; any committing
-    operation makes them durable, a failed one, a close or a crash throws them away.
+    operation (the ``commits`` column) makes them durable, a failed one, a close or a crash
+    throws them away. ``step`` follows register, commit, save_task, load_all, clear and the
+    reopens by name: what each one writes is this model's own account, kept apart from the
+    reference on purpose (it checks the reference), not a column of the operation table.
     """
 
     committed: dict[TaskId, StreamTask] = attrs.field(factory=dict)
@@ -324,7 +327,7 @@ class DurableModel:
             alive.discard(tid)  # a stream task removed with its fill-history task has no link
             self.remove(tid, alive)
         if not ok:
-            if result["error"] == "StoreFault" and op.name != "save_task":
+            if result["error"] == "StoreFault" and op.spec.commits:
                 self.pending.clear()  # a committing operation failed: rolled back
             return
         value = result["ok"]

@@ -2,8 +2,13 @@
 
 Data first: the task pool (``TASK_POOL``), the finite argument domains (``DOMAINS``, built from
 the spec enums) and one ``OpSpec`` per operation (``OP_SPECS``). Everything that drives a meta
-(Hypothesis rules, the subprocess protocol, the BFS explorer) enumerates these tables; nothing
-else lists operations.
+(Hypothesis rules, the subprocess protocol, the BFS explorer, concurrent runs) enumerates these
+tables; nothing else lists operations or keys a fact by an operation's name. A row holds every
+fact about its operation: arguments and their domains, level, the handler on the reference,
+precondition, the property suite's weight and draw rank, the explorer's budget, whether it
+commits or reopens, concurrent runs' weight and whether it uses the calling client's handles.
+Other modules read columns (``REOPENS``, ``generation.FREQUENCY``, ``bounds.BUDGETED`` and
+``concurrent_run.CONTENDED`` are views derived from them).
 
 Levels: 1 = a task lifecycle per pool slot, no meta; 2 = the meta in memory; 3 = the meta with
 persistence (close/crash and reopen, injected store faults, damaged records). An adapter
@@ -174,6 +179,13 @@ class Param:
     kind: str
     """A key of DOMAINS."""
 
+    def __attrs_post_init__(self) -> None:
+        if self.kind not in DOMAINS:
+            raise MisuseError(
+                f"argument {self.name}: unknown parameter kind {self.kind!r}; kinds are "
+                f"{sorted(DOMAINS)}"
+            )
+
     @property
     def domain(self) -> tuple[JsonScalar, ...]:
         return DOMAINS[self.kind]
@@ -241,114 +253,232 @@ _START_ONE = Precondition(
 
 @attrs.frozen
 class OpSpec:
-    """One operation: its level, its parameters, what it does and returns, and what it
-    requires (None: nothing)."""
+    """One operation: everything the harness, the property suite, concurrent runs and the
+    explorer know of it. Every column is stated in every row (no defaults); a test checks
+    each value (tests/unit/test_operation_table.py)."""
 
     name: str
     level: int
-    params: tuple[Param, ...]
     doc: str
-    outcome: bool = False
+    params: tuple[Param, ...]
+    """Sorted by name (``_params``)."""
+    handler: str
+    """The ``ReferenceAdapter`` method that runs it: ``adapter.<handler>(op)`` (the reference
+    checks at import that each exists)."""
+    precondition: Precondition | None
+    """What the caller must ensure before sending it (a ``PreconditionError`` otherwise):
+    generation, the explorer and shrinking never send it broken. None: nothing."""
+    outcome: bool
     """Its ``ok`` value is an outcome (applied/started/pending/rejected): an implementation
     declaring ``outcomes: ok_rejected`` is compared on ok/rejected alone."""
-    precondition: Precondition | None = None
-    """What the caller must ensure before sending it (a ``PreconditionError`` otherwise):
-    generation, the explorer and shrinking never send it broken."""
-    reopens: bool = False
+    weight: int
+    """How often the property suite draws it, relative to the other names of its level
+    (``generation.FREQUENCY``): the weights favour what builds state."""
+    draw_rank: int
+    """Its place in the property suite's draw list, unique among the operations and the walks
+    (generation.py's ``_WALKS``): Hypothesis shrinks a draw towards the first, so read-only
+    queries come first."""
+    budget: str | None
+    """The explorer's budget each call spends (a ``Bounds`` field: the operations that would
+    make the state space infinite or very large); None: not budgeted."""
+    commits: bool
+    """It may commit the meta's store transaction: its own durable write (register, a
+    removal, load's removals, a deferred removal or a given-up launch when a timer fires, a
+    reopen's load) or streamMetaCommit itself. save_task's pending writes become durable with
+    it; a StoreFault from it has rolled them back. save_task writes and never commits."""
+    reopens: bool
     """It ends the meta's process and opens the path again (``REOPENS``): the durable model
     checks the store there, and concurrent runs never call it."""
+    concurrent_weight: int
+    """How often a concurrent run calls it, relative to the others: the operations that change
+    the list, the map and the references, and the ones that start heartbeats, race."""
+    client_handles: bool
+    """It takes or gives back a handle of the calling client (the linearizability spec keeps
+    one set of handles per client and checks such calls per task)."""
 
 
-def _spec(
-    name: str,
-    level: int,
-    doc: str,
-    precondition: Precondition | None = None,
-    *,
-    outcome: bool = False,
-    reopens: bool = False,
-    **params: str,
-) -> OpSpec:
-    for kind in params.values():
-        if kind not in DOMAINS:
-            raise MisuseError(f"op {name}: unknown parameter kind {kind!r}")
-    args = tuple(Param(p, k) for p, k in sorted(params.items()))
-    return OpSpec(name, level, args, doc, outcome, precondition, reopens)
+def _params(**kinds: str) -> tuple[Param, ...]:
+    """Argument name -> parameter kind (a key of DOMAINS), sorted by name."""
+    return tuple(Param(name, kind) for name, kind in sorted(kinds.items()))
 
 
+_TASK = _params(task="task")
+_TASK_EVENT = _params(task="task", event="event")
+_TASK_TWO_PHASE = _params(task="task", event="two_phase_event")
+
+# The columns after the doc and the arguments: the handler on the reference, the precondition,
+# outcome; generation weight and draw rank; the explorer's budget; commits, reopens;
+# concurrent runs' weight, client handles.
 _SPECS: tuple[OpSpec, ...] = (
     # -- level 1: one lifecycle per pool slot --------------------------------------------------
-    _spec("handle", 1, "streamTaskHandleEvent on the slot's lifecycle -> outcome "
-          "(applied/started/pending/rejected)", _HANDLE, task="task", event="event",
-          outcome=True),
-    _spec("complete", 1, "the second phase of a started init / init_scanhist -> outcome",
-          _COMPLETE, task="task", event="two_phase_event", outcome=True),
-    _spec("restore", 1, "streamTaskRestoreStatus (the lifecycle's resume) -> outcome",
-          _RESUME, task="task", outcome=True),
-    _spec("reset", 1, "streamTaskResetStatus: back to uninit, nothing active/waiting/saved "
-          "-> null", task="task"),
-    _spec("set_ready", 1, "streamTaskSetStatusReady -> outcome (rejected while dropping)",
-          task="task", outcome=True),
+    OpSpec("handle", 1, "streamTaskHandleEvent on the slot's lifecycle -> outcome "
+           "(applied/started/pending/rejected)", _TASK_EVENT,
+           handler="do_handle", precondition=_HANDLE, outcome=True,
+           weight=3, draw_rank=80, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("complete", 1, "the second phase of a started init / init_scanhist -> outcome",
+           _TASK_TWO_PHASE,
+           handler="do_complete", precondition=_COMPLETE, outcome=True,
+           weight=1, draw_rank=40, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("restore", 1, "streamTaskRestoreStatus (the lifecycle's resume) -> outcome", _TASK,
+           handler="do_restore", precondition=_RESUME, outcome=True,
+           weight=1, draw_rank=50, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("reset", 1, "streamTaskResetStatus: back to uninit, nothing active/waiting/saved "
+           "-> null", _TASK,
+           handler="do_reset", precondition=None, outcome=False,
+           weight=1, draw_rank=60, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("set_ready", 1, "streamTaskSetStatusReady -> outcome (rejected while dropping)", _TASK,
+           handler="do_set_ready", precondition=None, outcome=True,
+           weight=1, draw_rank=70, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     # -- level 2: the meta in memory -----------------------------------------------------------
-    _spec("register", 2, "streamMetaRegisterTask(slot record, ver 1) -> bool (false: "
-          "registered already); commits", task="task"),
-    _spec("unregister", 2, "streamMetaUnregisterTask -> removed/deferred/not_found", task="task"),
-    _spec("acquire", 2, "streamMetaAcquireTask -> bool (false: missing, stopping or dropping); "
-          "the adapter keeps the handle", task="task"),
-    _spec("release", 2, "streamMetaReleaseTask of the slot's latest outstanding handle (none "
-          "outstanding: the last handle given back again, or a never-issued one) -> null",
-          task="task"),
-    _spec("handle_event", 2, "streamTaskHandleEvent on a mapped task -> outcome (init / "
-          "init_scanhist of a task with nothing downstream: applied at once, as complete_event)",
-          _HANDLE, task="task", event="event", outcome=True),
-    _spec("complete_event", 2, "the second phase of init / init_scanhist -> outcome "
-          "(applied: downstream-ready, a ready result, its fill-history task launched)",
-          _COMPLETE, task="task", event="two_phase_event", outcome=True),
-    _spec("resume", 2, "streamTaskResume -> outcome", _RESUME, task="task", outcome=True),
-    _spec("begin_checkpoint", 2, "gen_checkpoint recording checkpoint id `checkpoint` "
-          "(trans id 1) -> outcome", _CHECKPOINT, task="task", checkpoint="checkpoint",
-          outcome=True),
-    _spec("save_task", 2, "streamMetaSaveTask of the in-memory record with the current status "
-          "byte and the checkpoint in progress (if any) -> null; durable at the next commit",
-          task="task"),
-    _spec("commit", 2, "streamMetaCommit -> null"),
-    _spec("load_all", 2, "streamMetaLoadAllTasks -> {loaded, removed, duplicates, "
-          "undecodable: [key hex], cleared}"),
-    _spec("latest_checkpoint_id", 2, "streamMetaGetLatestCheckpointId -> int"),
-    _spec("start_all", 2, "streamMetaStartAllTasks -> [[id, started/ready/failed/skipped], ...] "
-          "(ready: downstream-ready already, or at once with nothing downstream)"),
-    _spec("start_one", 2, "streamMetaStartOneTask -> started/ready/failed/skipped (not mapped: "
-          "a failed result, then the error UnknownTaskError)", _START_ONE, task="task"),
-    _spec("report_launch", 2, "streamMetaAddTaskLaunchResult -> bool (false: ignored)",
-          task="task", ready="bool"),
-    _spec("all_tasks_ready", 2, "streamMetaAllTasksReady -> bool"),
-    _spec("stop_all", 2, "streamMetaStopAllTasks -> [id, ...] stopped (the before-close "
-          "heartbeat first, when armed)"),
-    _spec("notify_close", 2, "streamMetaNotifyClose -> int (tasks with an active task timer)"),
-    _spec("clear", 2, "streamMetaClear: every task leaves memory (list, map, counters, the "
-          "open round's results); role, stage, heartbeat and the open transaction stay -> null"),
-    _spec("reset_start_info", 2, "streamMetaResetStartInfo: the open start round is dropped, "
-          "uncompleted (no callback) -> null"),
-    _spec("update_stage_role", 2, "streamMetaUpdateStageRole -> role (uninit/leader/follower)",
-          stage="stage", is_leader="bool"),
-    _spec("advance_clock", 2, "move the virtual clock `ms` forward, firing timers (heartbeat "
-          "ticks, trigger and task timers) -> null", ms="ms"),
-    _spec("start_task_timer", 2, "arm a task timer of 100 ms (timerActive + 1 until it fires) "
-          "-> null", task="task"),
-    _spec("report_downstream_update", 2, "queue node `node` for the next heartbeat -> null",
-          task="task", node="node"),
+    OpSpec("register", 2, "streamMetaRegisterTask(slot record, ver 1) -> bool (false: "
+           "registered already); commits", _TASK,
+           handler="do_register", precondition=None, outcome=False,
+           weight=2, draw_rank=130, budget=None, commits=True, reopens=False,
+           concurrent_weight=4, client_handles=False),
+    OpSpec("unregister", 2, "streamMetaUnregisterTask -> removed/deferred/not_found", _TASK,
+           handler="do_unregister", precondition=None, outcome=False,
+           weight=1, draw_rank=140, budget=None, commits=True, reopens=False,
+           concurrent_weight=4, client_handles=False),
+    OpSpec("acquire", 2, "streamMetaAcquireTask -> bool (false: missing, stopping or dropping); "
+           "the adapter keeps the handle", _TASK,
+           handler="do_acquire", precondition=None, outcome=False,
+           weight=1, draw_rank=150, budget=None, commits=False, reopens=False,
+           concurrent_weight=4, client_handles=True),
+    OpSpec("release", 2, "streamMetaReleaseTask of the slot's latest outstanding handle (none "
+           "outstanding: the last handle given back again, or a never-issued one) -> null",
+           _TASK,
+           handler="do_release", precondition=None, outcome=False,
+           weight=1, draw_rank=160, budget=None, commits=False, reopens=False,
+           concurrent_weight=4, client_handles=True),
+    OpSpec("handle_event", 2, "streamTaskHandleEvent on a mapped task -> outcome (init / "
+           "init_scanhist of a task with nothing downstream: applied at once, as complete_event)",
+           _TASK_EVENT,
+           handler="do_handle_event", precondition=_HANDLE, outcome=True,
+           weight=2, draw_rank=90, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("complete_event", 2, "the second phase of init / init_scanhist -> outcome "
+           "(applied: downstream-ready, a ready result, its fill-history task launched)",
+           _TASK_TWO_PHASE,
+           handler="do_complete_event", precondition=_COMPLETE, outcome=True,
+           weight=1, draw_rank=100, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("resume", 2, "streamTaskResume -> outcome", _TASK,
+           handler="do_resume", precondition=_RESUME, outcome=True,
+           weight=1, draw_rank=110, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("begin_checkpoint", 2, "gen_checkpoint recording checkpoint id `checkpoint` "
+           "(trans id 1) -> outcome", _params(task="task", checkpoint="checkpoint"),
+           handler="do_begin_checkpoint", precondition=_CHECKPOINT, outcome=True,
+           weight=1, draw_rank=120, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("save_task", 2, "streamMetaSaveTask of the in-memory record with the current status "
+           "byte and the checkpoint in progress (if any) -> null; durable at the next commit",
+           _TASK,
+           handler="do_save_task", precondition=None, outcome=False,
+           weight=2, draw_rank=170, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("commit", 2, "streamMetaCommit -> null", (),
+           handler="do_commit", precondition=None, outcome=False,
+           weight=2, draw_rank=180, budget=None, commits=True, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("load_all", 2, "streamMetaLoadAllTasks -> {loaded, removed, duplicates, "
+           "undecodable: [key hex], cleared}", (),
+           handler="do_load_all", precondition=None, outcome=False,
+           weight=1, draw_rank=190, budget=None, commits=True, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("latest_checkpoint_id", 2, "streamMetaGetLatestCheckpointId -> int", (),
+           handler="do_latest_checkpoint_id", precondition=None, outcome=False,
+           weight=1, draw_rank=10, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("start_all", 2, "streamMetaStartAllTasks -> [[id, started/ready/failed/skipped], ...] "
+           "(ready: downstream-ready already, or at once with nothing downstream)", (),
+           handler="do_start_all", precondition=None, outcome=False,
+           weight=1, draw_rank=210, budget="start_rounds", commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("start_one", 2, "streamMetaStartOneTask -> started/ready/failed/skipped (not mapped: "
+           "a failed result, then the error UnknownTaskError)", _TASK,
+           handler="do_start_one", precondition=_START_ONE, outcome=False,
+           weight=1, draw_rank=220, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("report_launch", 2, "streamMetaAddTaskLaunchResult -> bool (false: ignored)",
+           _params(task="task", ready="bool"),
+           handler="do_report_launch", precondition=None, outcome=False,
+           weight=2, draw_rank=230, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("all_tasks_ready", 2, "streamMetaAllTasksReady -> bool", (),
+           handler="do_all_tasks_ready", precondition=None, outcome=False,
+           weight=1, draw_rank=20, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("stop_all", 2, "streamMetaStopAllTasks -> [id, ...] stopped (the before-close "
+           "heartbeat first, when armed)", (),
+           handler="do_stop_all", precondition=None, outcome=False,
+           weight=1, draw_rank=240, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("notify_close", 2, "streamMetaNotifyClose -> int (tasks with an active task timer)",
+           (),
+           handler="do_notify_close", precondition=None, outcome=False,
+           weight=1, draw_rank=250, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("clear", 2, "streamMetaClear: every task leaves memory (list, map, counters, the "
+           "open round's results); role, stage, heartbeat and the open transaction stay -> null",
+           (),
+           handler="do_clear", precondition=None, outcome=False,
+           weight=1, draw_rank=270, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("reset_start_info", 2, "streamMetaResetStartInfo: the open start round is dropped, "
+           "uncompleted (no callback) -> null", (),
+           handler="do_reset_start_info", precondition=None, outcome=False,
+           weight=1, draw_rank=280, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("update_stage_role", 2, "streamMetaUpdateStageRole -> role (uninit/leader/follower)",
+           _params(stage="stage", is_leader="bool"),
+           handler="do_update_stage_role", precondition=None, outcome=False,
+           weight=2, draw_rank=300, budget="role_changes", commits=False, reopens=False,
+           concurrent_weight=2, client_handles=False),
+    OpSpec("advance_clock", 2, "move the virtual clock `ms` forward, firing timers (heartbeat "
+           "ticks, trigger and task timers) -> null", _params(ms="ms"),
+           handler="do_advance_clock", precondition=None, outcome=False,
+           weight=2, draw_rank=310, budget="clock_advances", commits=True, reopens=False,
+           concurrent_weight=2, client_handles=False),
+    OpSpec("start_task_timer", 2, "arm a task timer of 100 ms (timerActive + 1 until it fires) "
+           "-> null", _TASK,
+           handler="do_start_task_timer", precondition=None, outcome=False,
+           weight=1, draw_rank=320, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("report_downstream_update", 2, "queue node `node` for the next heartbeat -> null",
+           _params(task="task", node="node"),
+           handler="do_report_downstream_update", precondition=None, outcome=False,
+           weight=1, draw_rank=330, budget=None, commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
     # -- level 3: persistence ------------------------------------------------------------------
-    _spec("close_reopen", 3, "streamMetaClose, then open the same path and load_all -> the "
-          "load report (role uninit, stage -1, a new clock from the same time)",
-          reopens=True),
-    _spec("crash_reopen", 3, "drop the process (no close: the open transaction is lost, "
-          "timers die), then open the same path and load_all -> the load report", reopens=True),
-    _spec("corrupt_record", 3, "a crash leaves a torn write: the slot's record cut to its first "
-          "12 bytes, which do not decode, committed under its key; then open the same path and "
-          "load_all -> the load report (the record skipped, undecodable; the seed: "
-          "DecodeError, M4)", task="task", reopens=True),
-    _spec("fail_next", 3, "the next `op` call on the store (begin/put/delete/commit) fails "
-          "with StoreFault, without effect (a failed commit aborts) -> null", op="fault_op"),
+    OpSpec("close_reopen", 3, "streamMetaClose, then open the same path and load_all -> the "
+           "load report (role uninit, stage -1, a new clock from the same time)", (),
+           handler="do_close_reopen", precondition=None, outcome=False,
+           weight=2, draw_rank=340, budget="reopens", commits=True, reopens=True,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("crash_reopen", 3, "drop the process (no close: the open transaction is lost, "
+           "timers die), then open the same path and load_all -> the load report", (),
+           handler="do_crash_reopen", precondition=None, outcome=False,
+           weight=2, draw_rank=350, budget="reopens", commits=True, reopens=True,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("corrupt_record", 3, "a crash leaves a torn write: the slot's record cut to its first "
+           "12 bytes, which do not decode, committed under its key; then open the same path and "
+           "load_all -> the load report (the record skipped, undecodable; the seed: "
+           "DecodeError, M4)", _TASK,
+           handler="do_corrupt_record", precondition=None, outcome=False,
+           weight=1, draw_rank=370, budget="faults", commits=True, reopens=True,
+           concurrent_weight=1, client_handles=False),
+    OpSpec("fail_next", 3, "the next `op` call on the store (begin/put/delete/commit) fails "
+           "with StoreFault, without effect (a failed commit aborts) -> null",
+           _params(op="fault_op"),
+           handler="do_fail_next", precondition=None, outcome=False,
+           weight=2, draw_rank=360, budget="faults", commits=False, reopens=False,
+           concurrent_weight=1, client_handles=False),
 )
 
 OP_SPECS: dict[str, OpSpec] = {s.name: s for s in _SPECS}

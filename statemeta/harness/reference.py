@@ -8,6 +8,9 @@ operation and timer callback ends with the whole invariant catalogue, and an
 ``InvariantViolation`` propagates (it is never a result). With ``observe`` / ``outcomes`` it
 declares and reports only part of its view (``serve --observe``: statemeta.harness.observation).
 
+Each operation runs in the ``do_*`` method its row of the operation table names (its
+``handler`` column; checked at import).
+
 A crash drops the meta without closing it: the store's open transaction is lost, its timers die
 with its clock, and its handles are forgotten; the reopened meta gets a new clock from the same
 time. Table rows reached are counted in ``coverage`` (the reference only).
@@ -18,7 +21,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, Self
 
 import attrs
@@ -40,18 +43,26 @@ from statemeta.harness.normalize import (
 from statemeta.harness.observation import Observation, declared, observes_json
 from statemeta.harness.operations import (
     LEVELS,
+    OP_SPECS,
     REGISTER_VER,
     TASK_POOL,
     Op,
     TaskFacts,
     TaskSlot,
     ops_at,
-    slot_of,
     task_slot,
 )
 from statemeta.harness.variants import VARIANTS
 from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus, transition_row
-from statemeta.meta import CheckTrace, StreamMeta, TaskHandle, VirtualClock
+from statemeta.meta import (
+    CheckTrace,
+    DropResult,
+    LoadReport,
+    StartStep,
+    StreamMeta,
+    TaskHandle,
+    VirtualClock,
+)
 from statemeta.meta.core import TASK_TABLE
 from statemeta.roles import RoleEvent
 from statemeta.semantics import Semantics
@@ -111,9 +122,6 @@ class ObservedStreamMeta(StreamMeta):
         if self.coverage is not None:
             self.coverage.add_trace(trace)
         return trace
-
-
-_Handler = Callable[["ReferenceAdapter", Op], object]
 
 
 @attrs.frozen
@@ -203,7 +211,7 @@ class ReferenceAdapter:
                 broken = self.precondition_broken(op)
                 if broken is not None:
                     raise PreconditionError(broken)
-            value = to_json(_HANDLERS[op.name](self, op))
+            value = to_json(getattr(self, op.spec.handler)(op))
         except InvariantViolation:
             raise
         except StatemetaError as e:
@@ -314,6 +322,130 @@ class ReferenceAdapter:
             raise MisuseError("committed_records needs the memory backend")
         return {cached.key_id(k): _decoded(v) for k, v in store.committed_items(TASK_TABLE)}
 
+    # -- the operations: each row of the operation table names its method (``handler``) -----
+
+    def do_handle(self, op: Op) -> Outcome:
+        return self.lifecycle(task_slot(op).name).handle(_event(op))
+
+    def do_complete(self, op: Op) -> Outcome:
+        return self.lifecycle(task_slot(op).name).complete(_event(op))
+
+    def do_restore(self, op: Op) -> Outcome:
+        return self.lifecycle(task_slot(op).name).resume()
+
+    def do_reset(self, op: Op) -> None:
+        self.lifecycle(task_slot(op).name).reset()
+
+    def do_set_ready(self, op: Op) -> Outcome:
+        return self.lifecycle(task_slot(op).name).set_ready()
+
+    def do_register(self, op: Op) -> bool:
+        return self.meta.register(task_slot(op).record, REGISTER_VER)
+
+    def do_unregister(self, op: Op) -> DropResult:
+        return self.meta.unregister(*_ids(op))
+
+    def do_acquire(self, op: Op) -> bool:
+        slot = task_slot(op)
+        handle = self.meta.acquire(slot.id.stream_id, slot.id.task_id)
+        if handle is None:
+            return False
+        self._handles.setdefault(slot.name, []).append(handle)
+        return True
+
+    def do_release(self, op: Op) -> None:
+        slot = task_slot(op)
+        held = self._handles.get(slot.name)
+        handle = held[-1] if held else self._given_back.get(slot.name, TaskHandle(slot.id, 0))
+        self.meta.release(handle)
+        if held:
+            held.pop()
+            self._given_back[slot.name] = handle
+
+    def do_handle_event(self, op: Op) -> Outcome:
+        """Also counts the attached row an event is queued by (it never shows as a change)."""
+        stream_id, task_id = _ids(op)
+        event = _event(op)
+        before = self.meta.status(stream_id, task_id)
+        outcome = self.meta.handle_event(stream_id, task_id, event)
+        row = transition_row(before, event)
+        if outcome is Outcome.PENDING and row is not None:
+            self.coverage.lifecycle_rows[row] += 1
+        return outcome
+
+    def do_complete_event(self, op: Op) -> Outcome:
+        return self.meta.complete_event(*_ids(op), _event(op))
+
+    def do_resume(self, op: Op) -> Outcome:
+        return self.meta.resume(*_ids(op))
+
+    def do_begin_checkpoint(self, op: Op) -> Outcome:
+        return self.meta.begin_checkpoint(*_ids(op), _int(op, "checkpoint"), 1)
+
+    def do_save_task(self, op: Op) -> None:
+        tid = task_slot(op).id
+        record = self.meta.task(tid.stream_id, tid.task_id)
+        view = self.meta.view().task(tid)
+        assert view is not None
+        self.meta.save_task(saved_record(record, view.status, view.checkpointing_id))
+
+    def do_commit(self, op: Op) -> None:
+        self.meta.commit()
+
+    def do_load_all(self, op: Op) -> LoadReport:
+        return self.meta.load_all()
+
+    def do_latest_checkpoint_id(self, op: Op) -> int:
+        return self.meta.latest_checkpoint_id()
+
+    def do_start_all(self, op: Op) -> tuple[tuple[TaskId, StartStep], ...]:
+        return self.meta.start_all()
+
+    def do_start_one(self, op: Op) -> StartStep:
+        return self.meta.start_one(*_ids(op))
+
+    def do_report_launch(self, op: Op) -> bool:
+        return self.meta.report_launch(*_ids(op), bool(op.arg("ready")))
+
+    def do_all_tasks_ready(self, op: Op) -> bool:
+        return self.meta.all_tasks_ready()
+
+    def do_stop_all(self, op: Op) -> tuple[TaskId, ...]:
+        return self.meta.stop_all()
+
+    def do_notify_close(self, op: Op) -> int:
+        return self.meta.notify_close()
+
+    def do_clear(self, op: Op) -> None:
+        self.meta.clear()
+
+    def do_reset_start_info(self, op: Op) -> None:
+        self.meta.reset_start_info()
+
+    def do_update_stage_role(self, op: Op) -> Role:
+        return self.meta.update_stage_role(_int(op, "stage"), bool(op.arg("is_leader")))
+
+    def do_advance_clock(self, op: Op) -> None:
+        self._advance(_int(op, "ms"))
+
+    def do_start_task_timer(self, op: Op) -> None:
+        self.meta.start_task_timer(*_ids(op))
+
+    def do_report_downstream_update(self, op: Op) -> None:
+        self.meta.report_downstream_update(*_ids(op), _int(op, "node"))
+
+    def do_close_reopen(self, op: Op) -> object:
+        return self._reopen(crash=False)
+
+    def do_crash_reopen(self, op: Op) -> object:
+        return self._reopen(crash=True)
+
+    def do_corrupt_record(self, op: Op) -> object:
+        return self._reopen(crash=True, torn=task_slot(op))
+
+    def do_fail_next(self, op: Op) -> None:
+        self.store.fail_next(_FAULT_OPS[str(op.arg("op"))])
+
     # -- internals ------------------------------------------------------------------------------
 
     def _meta_class(self) -> type[StreamMeta]:
@@ -384,43 +516,25 @@ class ReferenceAdapter:
         finally:
             store.close()
 
+    def _advance(self, ms: int) -> None:
+        """The clock moves (the facade target: under the facade's lock)."""
+        self.clock.advance(ms)
+
     def _forget_handles(self) -> None:
         self._handles = {}
         self._given_back = {}
 
-    def _acquire(self, op: Op) -> bool:
-        slot = slot_of(str(op.arg("task")))
-        handle = self.meta.acquire(slot.id.stream_id, slot.id.task_id)
-        if handle is None:
-            return False
-        self._handles.setdefault(slot.name, []).append(handle)
-        return True
 
-    def _release(self, op: Op) -> None:
-        slot = slot_of(str(op.arg("task")))
-        held = self._handles.get(slot.name)
-        handle = held[-1] if held else self._given_back.get(slot.name, TaskHandle(slot.id, 0))
-        self.meta.release(handle)
-        if held:
-            held.pop()
-            self._given_back[slot.name] = handle
-
-    def _save_task(self, op: Op) -> None:
-        tid = _task(op)
-        record = self.meta.task(tid.stream_id, tid.task_id)
-        view = self.meta.view().task(tid)
-        assert view is not None
-        self.meta.save_task(saved_record(record, view.status, view.checkpointing_id))
-
-    def _advance(self, ms: int) -> None:
-        self.clock.advance(ms)
-
-    def _fail_next(self, op: Op) -> None:
-        self.store.fail_next(_FAULT_OPS[str(op.arg("op"))])
+def _ids(op: Op) -> tuple[int, int]:
+    """The stream and task id of the slot ``op`` names."""
+    tid = task_slot(op).id
+    return tid.stream_id, tid.task_id
 
 
-def _task(op: Op) -> TaskId:
-    return slot_of(str(op.arg("task"))).id
+def _int(op: Op, name: str) -> int:
+    value = op.arg(name)
+    assert isinstance(value, int)
+    return value
 
 
 def _event(op: Op) -> TaskEvent:
@@ -435,97 +549,14 @@ def _decoded(value: bytes) -> StreamTask | None:
         return None
 
 
-def _lc(a: ReferenceAdapter, op: Op) -> TaskLifecycle:
-    return a.lifecycle(str(op.arg("task")))
+def _check_handlers() -> None:
+    """Every row of the operation table names a method of the reference (checked at import)."""
+    missing = sorted(
+        s.name for s in OP_SPECS.values()
+        if not callable(getattr(ReferenceAdapter, s.handler, None))
+    )
+    if missing:
+        raise MisuseError(f"operations {missing} name a handler ReferenceAdapter does not have")
 
 
-def _register(a: ReferenceAdapter, op: Op) -> bool:
-    return a.meta.register(slot_of(str(op.arg("task"))).record, REGISTER_VER)
-
-
-def _handle_event(a: ReferenceAdapter, op: Op) -> Outcome:
-    """Also counts the attached row an event is queued by (it never shows as a change)."""
-    tid = _task(op)
-    event = _event(op)
-    before = a.meta.status(tid.stream_id, tid.task_id)
-    outcome = a.meta.handle_event(tid.stream_id, tid.task_id, event)
-    row = transition_row(before, event)
-    if outcome is Outcome.PENDING and row is not None:
-        a.coverage.lifecycle_rows[row] += 1
-    return outcome
-
-
-def _advance_clock(a: ReferenceAdapter, op: Op) -> None:
-    ms = op.arg("ms")
-    assert isinstance(ms, int)
-    a._advance(ms)
-
-
-def _stage(op: Op) -> int:
-    stage = op.arg("stage")
-    assert isinstance(stage, int)
-    return stage
-
-
-def _checkpoint(op: Op) -> int:
-    checkpoint = op.arg("checkpoint")
-    assert isinstance(checkpoint, int)
-    return checkpoint
-
-
-def _node(op: Op) -> int:
-    node = op.arg("node")
-    assert isinstance(node, int)
-    return node
-
-
-_HANDLERS: dict[str, _Handler] = {
-    # level 1
-    "handle": lambda a, op: _lc(a, op).handle(_event(op)),
-    "complete": lambda a, op: _lc(a, op).complete(_event(op)),
-    "restore": lambda a, op: _lc(a, op).resume(),
-    "reset": lambda a, op: _lc(a, op).reset(),
-    "set_ready": lambda a, op: _lc(a, op).set_ready(),
-    # level 2
-    "register": _register,
-    "unregister": lambda a, op: a.meta.unregister(_task(op).stream_id, _task(op).task_id),
-    "acquire": lambda a, op: a._acquire(op),
-    "release": lambda a, op: a._release(op),
-    "handle_event": _handle_event,
-    "complete_event": lambda a, op: a.meta.complete_event(
-        _task(op).stream_id, _task(op).task_id, _event(op)
-    ),
-    "resume": lambda a, op: a.meta.resume(_task(op).stream_id, _task(op).task_id),
-    "begin_checkpoint": lambda a, op: a.meta.begin_checkpoint(
-        _task(op).stream_id, _task(op).task_id, _checkpoint(op), 1
-    ),
-    "save_task": lambda a, op: a._save_task(op),
-    "commit": lambda a, op: a.meta.commit(),
-    "load_all": lambda a, op: a.meta.load_all(),
-    "latest_checkpoint_id": lambda a, op: a.meta.latest_checkpoint_id(),
-    "start_all": lambda a, op: a.meta.start_all(),
-    "start_one": lambda a, op: a.meta.start_one(_task(op).stream_id, _task(op).task_id),
-    "report_launch": lambda a, op: a.meta.report_launch(
-        _task(op).stream_id, _task(op).task_id, bool(op.arg("ready"))
-    ),
-    "all_tasks_ready": lambda a, op: a.meta.all_tasks_ready(),
-    "stop_all": lambda a, op: a.meta.stop_all(),
-    "notify_close": lambda a, op: a.meta.notify_close(),
-    "clear": lambda a, op: a.meta.clear(),
-    "reset_start_info": lambda a, op: a.meta.reset_start_info(),
-    "update_stage_role": lambda a, op: a.meta.update_stage_role(
-        _stage(op), bool(op.arg("is_leader"))
-    ),
-    "advance_clock": _advance_clock,
-    "start_task_timer": lambda a, op: a.meta.start_task_timer(
-        _task(op).stream_id, _task(op).task_id
-    ),
-    "report_downstream_update": lambda a, op: a.meta.report_downstream_update(
-        _task(op).stream_id, _task(op).task_id, _node(op)
-    ),
-    # level 3
-    "close_reopen": lambda a, op: a._reopen(crash=False),
-    "crash_reopen": lambda a, op: a._reopen(crash=True),
-    "corrupt_record": lambda a, op: a._reopen(crash=True, torn=slot_of(str(op.arg("task")))),
-    "fail_next": lambda a, op: a._fail_next(op),
-}
+_check_handlers()

@@ -24,7 +24,7 @@ LEVEL_2_OPS = ("handle_event", "complete_event", "resume", "save_task")
 def test_every_operation_of_a_level_is_drawn_by_its_weight(level: int) -> None:
     choices = Counter(generation._CHOICES[level])
     for spec in ops_at(level):
-        assert choices[spec.name] == FREQUENCY[spec.name] >= 1
+        assert choices[spec.name] == FREQUENCY[spec.name] == spec.weight >= 1
     names = {spec.name for spec in ops_at(level)}
     walks = set(choices) - names
     assert walks == ({"lifecycle_walk"} if level == 1 else

@@ -37,8 +37,6 @@ __all__ = ["CONCURRENT_LEVELS", "Call", "RefState", "history_from_json", "refere
 CONCURRENT_LEVELS = (2, 3)
 """Levels with a meta that threads share (level 1 has one lifecycle per slot, nothing shared)."""
 
-_PER_TASK = frozenset({"acquire", "release"})
-
 
 @attrs.frozen(cache_hash=True)
 class Call:
@@ -106,7 +104,7 @@ def reference_spec(
 
     def step(state: RefState, call: Call) -> tuple[RefState, Json]:
         new = state.adapter.fork()
-        if call.op.name not in _PER_TASK:
+        if not call.op.spec.client_handles:
             return RefState(new, state.handles), new.call(call.op)
         held, given_back = state.handles.get(call.client, _NONE)
         new.use_handles(held, given_back)
@@ -138,6 +136,6 @@ def reference_spec(
         return abstraction.key(state.adapter, clients)
 
     def partition(call: Call) -> Hashable | None:
-        return call.op.arg("task") if call.op.name in _PER_TASK else None
+        return call.op.arg("task") if call.op.spec.client_handles else None
 
     return SequentialSpec(RefState(adapter, {}), step, key, partition)
