@@ -54,7 +54,7 @@ from statemeta.harness.reference import Coverage, ReferenceAdapter
 from statemeta.invariants import check_view, reopen, store_mirror
 from statemeta.lifecycle import TaskStatus
 from statemeta.meta.core import TASK_TABLE
-from statemeta.roles import Role, RoleEvent, role_row
+from statemeta.roles import Role, RoleEvent
 from statemeta.semantics import Semantics
 from statemeta.store import MemoryStore
 from statemeta.tables import TransitionRow
@@ -177,6 +177,9 @@ class Exploration:
     """Each distinct failure, in the order found (shortest first); without all_violations,
     the one that stopped the search."""
     all_violations: bool = False
+    class_paths: dict[str, tuple[Op, ...]] = attrs.field(factory=dict)
+    """With ``classes``: each class of behaviour (statemeta.harness.coverage_model) reached,
+    with the first path that reaches it in the serial order (a shortest one)."""
 
 
 class _Failure(Exception):
@@ -249,6 +252,10 @@ class _Expansion:
     """A worker's coverage and statuses, which the parent adds to its own."""
     role_rows: Counter[tuple[Role, RoleEvent, Role]] = attrs.field(factory=Counter)
     statuses: set[TaskStatus] = attrs.field(factory=set)
+    classes: Counter[str] = attrs.field(factory=Counter)
+    first_classes: list[tuple[str, int, int]] = attrs.field(factory=list)
+    """Classes no earlier level reached, each with the (position, op_index) of the first
+    transition in this expansion that reached it."""
 
 
 @attrs.define
@@ -268,6 +275,8 @@ class _Level:
     adapters found; after a parallel level, on adapters rebuilt from their paths)."""
     all_violations: bool = False
     """Go on past a failure (the failing state is dropped)."""
+    known_classes: frozenset[str] | None = None
+    """With classes counted: those reached at earlier levels."""
 
 
 PARALLEL_MIN_STATES = 64
@@ -288,6 +297,7 @@ def explore(
     semantics: Semantics | str = Semantics.INTENDED,
     all_violations: bool = False,
     cluster: Executor | None = None,
+    classes: bool = False,
 ) -> Exploration:
     """Visit every state reachable within ``bounds`` of the reference in ``semantics`` (and
     of ``variant`` in it); stop at the first failure, or with ``all_violations`` collect the
@@ -297,12 +307,14 @@ def explore(
     of the frontier; the parent merges what they found in the serial order, so the states,
     the paths, the counterexample and the report are the serial search's. Workers are forked
     (the ``fork`` start method: not on Windows). With ``cluster`` the large levels are expanded
-    there instead, by the same function (``_expand_partition``), with the same result."""
+    there instead, by the same function (``_expand_partition``), with the same result. With
+    ``classes`` the reference counts the classes of behaviour of every transition, and the
+    result names a shortest path to each (``class_paths``: the directed corpus)."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     started = time.perf_counter()
     semantics = Semantics.of(semantics)
-    context = _Context(bounds, variant, semantics, symmetry, all_violations)
+    context = _Context(bounds, variant, semantics, symmetry, all_violations, classes)
     abstraction, alphabet, root = _setup(context)
     start = functools.partial(_start, bounds.level, variant, semantics)
     coverage = root[0].coverage
@@ -314,6 +326,7 @@ def explore(
     frontier = [_Visit(root_key, budgets, root_twins, root)]
     violations: dict[tuple[str, str], Violation] = {}
     """By the replay's (invariant, operation)."""
+    class_paths: dict[str, tuple[Op, ...]] = {}
     met: set[tuple[str, str]] = set()
     """The search's (invariant, operation) pairs replayed so far."""
     stopped = False
@@ -328,6 +341,7 @@ def explore(
         level = _Level(
             abstraction, alphabet, root, coverage, parents, frontier,
             keep_systems=depth + 1 < bounds.max_depth, all_violations=all_violations,
+            known_classes=frozenset(class_paths) if classes else None,
         )
         if len(frontier) < PARALLEL_MIN_STATES:
             expansions = [_expand_here(level, stats, started, progress)]
@@ -348,7 +362,13 @@ def explore(
             stats.mirrored += expansion.mirrored
             coverage.lifecycle_rows.update(expansion.lifecycle_rows)
             coverage.role_rows.update(expansion.role_rows)
+            if coverage.classes is not None:
+                coverage.classes.update(expansion.classes)
             abstraction.statuses |= expansion.statuses
+            for cls, position, op_index in expansion.first_classes:
+                if cls not in class_paths:
+                    path = _path(parents, frontier[position].key)
+                    class_paths[cls] = (*path, alphabet[op_index][0])
             for child in expansion.found:  # a failing expansion found nothing after it
                 if child.key in parents:
                     continue  # an earlier run of the frontier found it
@@ -400,6 +420,7 @@ def explore(
         semantics=semantics,
         violations=found,
         all_violations=all_violations,
+        class_paths=class_paths,
     )
 
 
@@ -413,6 +434,7 @@ class _Context:
     semantics: Semantics
     symmetry: bool
     all_violations: bool
+    classes: bool = False
 
 
 def _setup(context: _Context) -> tuple[StateAbstraction, _Alphabet, System]:
@@ -423,6 +445,8 @@ def _setup(context: _Context) -> tuple[StateAbstraction, _Alphabet, System]:
         for op in bounds.alphabet()
     ]
     root = _start(bounds.level, context.variant, context.semantics, deferred=True)
+    if context.classes:
+        root[0].count_classes()
     return StateAbstraction(bounds.slots, symmetry=context.symmetry), alphabet, root
 
 
@@ -475,10 +499,12 @@ def _expand_counted(level: _Level, positions: range, seen: set[Hashable]) -> _Ex
     coverage = level.coverage
     lifecycle_before = coverage.lifecycle_rows.copy()
     roles_before = coverage.role_rows.copy()
+    classes_before = Counter(coverage.classes)
     level.abstraction.statuses.clear()
     expansion = _expand(level, positions, None, keep_systems=False, seen=seen)
     expansion.lifecycle_rows = coverage.lifecycle_rows - lifecycle_before
     expansion.role_rows = coverage.role_rows - roles_before
+    expansion.classes = Counter(coverage.classes) - classes_before
     expansion.statuses = set(level.abstraction.statuses)
     return expansion
 
@@ -531,7 +557,8 @@ def _expand_partition(context: _Context, partition: list[_Shipped]) -> list[_Exp
         setups[context] = _setup(context)
     abstraction, alphabet, root = setups[context]
     level = _Level(abstraction, alphabet, root, root[0].coverage, {}, [],
-                   keep_systems=False, all_violations=context.all_violations)
+                   keep_systems=False, all_violations=context.all_violations,
+                   known_classes=frozenset() if context.classes else None)
     seen: set[Hashable] = set()
     out: list[_Expansion] = []
     for position, path, left in partition:
@@ -560,10 +587,12 @@ def _replay(level: _Level, path: Iterable[Op]) -> System:
     found)."""
     coverage = level.coverage
     counted = coverage.lifecycle_rows.copy(), coverage.role_rows.copy()
+    classes = None if coverage.classes is None else coverage.classes.copy()
     system = _fork(level.root)
     for op in path:
         _step(system, op, [])
     coverage.lifecycle_rows, coverage.role_rows = counted
+    coverage.classes = classes
     return system
 
 
@@ -583,6 +612,8 @@ def _expand(
     seen = set() if seen is None else seen
     abstraction = level.abstraction
     parents = level.parents
+    known = level.known_classes
+    first: set[str] = set()
     for position in positions:
         visit = level.frontier[position]
         system = visit.system if visit.system is not None else _rebuild(level, visit)
@@ -609,6 +640,11 @@ def _expand(
                 work = None  # the failing state is dropped
                 continue
             expansion.transitions += 1
+            if known is not None:
+                for cls in work[0].coverage.step:
+                    if cls not in known and cls not in first:
+                        first.add(cls)
+                        expansion.first_classes.append((cls, position, op_index))
             child, twins = _key(abstraction, work, child_left)
             if child == visit.key:
                 continue  # the same state: keep the fork for the next operation
@@ -714,11 +750,8 @@ def _step(system: System, op: Op, results: list[dict[str, Json]]) -> None:
     raise _Failure for anything that fails."""
     for side, adapter in zip(("reference", "variant"), system, strict=False):
         expected = _committed_ids(adapter, op) if op.name in REOPENS else None
-        closing = adapter.meta.role if op.name == "close_reopen" else None
         try:
             results.append(adapter.call(op))
-            if closing is not None and side == "reference":
-                _count_close(adapter.coverage, closing)
             if expected is not None:
                 reopen(expected, adapter.meta.view())
         except InvariantViolation as violation:
@@ -744,12 +777,6 @@ def _compare(
             cause.invariant_id if isinstance(cause, InvariantViolation) else divergence.kind
         )
         raise _Failure(divergence.kind, divergence.detail, invariant) from divergence
-
-
-def _count_close(coverage: Coverage, role: Role) -> None:
-    """The role row a close takes: the meta's trace of it ends with the meta, unchecked."""
-    row = role_row(role, RoleEvent.CLOSE)
-    coverage.role_rows[row.from_role, row.event, row.to_role] += 1
 
 
 def _committed_ids(adapter: ReferenceAdapter, op: Op) -> list[bytes]:

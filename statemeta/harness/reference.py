@@ -34,6 +34,14 @@ from statemeta.errors import (
     StatemetaError,
 )
 from statemeta.harness.adapter import PROTOCOL_VERSION
+from statemeta.harness.coverage_model import (
+    Before,
+    classify,
+    lifecycle_before,
+    meta_before,
+    role_class,
+    row_class,
+)
 from statemeta.harness.normalize import (
     Json,
     lifecycle_view_json,
@@ -45,6 +53,7 @@ from statemeta.harness.operations import (
     LEVELS,
     OP_SPECS,
     REGISTER_VER,
+    REOPENS,
     TASK_POOL,
     Op,
     TaskFacts,
@@ -53,7 +62,14 @@ from statemeta.harness.operations import (
     task_slot,
 )
 from statemeta.harness.variants import VARIANTS
-from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus, transition_row
+from statemeta.lifecycle import (
+    Outcome,
+    StatusChange,
+    TaskEvent,
+    TaskLifecycle,
+    TaskStatus,
+    transition_row,
+)
 from statemeta.meta import (
     CheckTrace,
     DropResult,
@@ -64,7 +80,7 @@ from statemeta.meta import (
     VirtualClock,
 )
 from statemeta.meta.core import TASK_TABLE
-from statemeta.roles import RoleEvent
+from statemeta.roles import RoleEvent, role_row
 from statemeta.semantics import Semantics
 from statemeta.store import (
     FAULT_OPS,
@@ -99,17 +115,35 @@ def saved_record(record: StreamTask, status: TaskStatus, checkpointing_id: int) 
 
 @attrs.define(slots=True)
 class Coverage:
-    """Lifecycle and role table rows reached (status changes, and attached rows queued)."""
+    """Lifecycle and role table rows reached (status changes, and attached rows queued), and,
+    when counted, the classes of behaviour of statemeta.harness.coverage_model."""
 
     lifecycle_rows: Counter[TransitionRow] = attrs.field(factory=Counter)
     role_rows: Counter[tuple[Role, RoleEvent, Role]] = attrs.field(factory=Counter)
+    classes: Counter[str] | None = None
+    """Each class reached, with how often; None: classes are not counted."""
+    step: list[str] = attrs.field(factory=list)
+    """The classes of the call running, or of the last one (counted only)."""
+
+    def add_row(self, row: TransitionRow) -> None:
+        self.lifecycle_rows[row] += 1
+        if self.classes is not None:
+            self.step.append(row_class(row))
 
     def add_trace(self, trace: CheckTrace) -> None:
         for change in trace.status_changes:
             if change.row is not None:
-                self.lifecycle_rows[change.row] += 1
+                self.add_row(change.row)
         for role in trace.role_changes:
             self.role_rows[role.old, role.event, role.new] += 1
+            if self.classes is not None:
+                self.step.append(role_class(role_row(role.old, role.event)))
+
+    def end_step(self, classes: list[str]) -> None:
+        """The call's other classes: the step is complete and counted."""
+        assert self.classes is not None
+        self.step += classes
+        self.classes.update(self.step)
 
 
 class ObservedStreamMeta(StreamMeta):
@@ -193,6 +227,7 @@ class ReferenceAdapter:
         if level == 1:
             lifecycle = self._meta_class().lifecycle_class  # a lifecycle variant's too
             self._lifecycles = {s.name: lifecycle(semantics=self.semantics) for s in TASK_POOL}
+            self._listen()
             return
         if self.backend == "lmdb":
             self._path = tempfile.mkdtemp(prefix="statemeta-ref-")
@@ -206,6 +241,8 @@ class ReferenceAdapter:
         if op.name not in self._accepted:
             raise MisuseError(f"{op!r} is not an operation of level {self.level or 'none'}")
         self._sent = []
+        coverage = self.coverage
+        before = None if coverage.classes is None else self._before(op)
         try:
             if self.level == 1:  # a lifecycle alone does not know its slot's record
                 broken = self.precondition_broken(op)
@@ -220,6 +257,8 @@ class ReferenceAdapter:
             result = {"ok": value}
         if self._sent:
             result["heartbeats"] = self._sent
+        if before is not None:
+            self._count(op, before, result)
         if self.observed is not None:
             return self.observed[self.level].result_of(op, result)
         return result
@@ -237,6 +276,13 @@ class ReferenceAdapter:
         else:
             facts = self.meta.state.entries.get(slot.id)
         return None if facts is None else precondition.broken(facts, op)
+
+    def count_classes(self) -> None:
+        """Count the classes of behaviour of every call from now on (``coverage.classes``):
+        what the explorer's directed corpus and the coverage reports read."""
+        if self.coverage.classes is None:
+            self.coverage.classes = Counter()
+        self._listen()
 
     def view(self) -> dict[str, Json]:
         if self.level == 1:
@@ -370,7 +416,7 @@ class ReferenceAdapter:
         outcome = self.meta.handle_event(stream_id, task_id, event)
         row = transition_row(before, event)
         if outcome is Outcome.PENDING and row is not None:
-            self.coverage.lifecycle_rows[row] += 1
+            self.coverage.add_row(row)
         return outcome
 
     def do_complete_event(self, op: Op) -> Outcome:
@@ -477,6 +523,45 @@ class ReferenceAdapter:
         if isinstance(meta, ObservedStreamMeta):
             meta.coverage = self.coverage
         self._meta = meta
+        self._listen()
+
+    def _listen(self) -> None:
+        """When classes are counted: the rows each call takes reach ``coverage`` (level 1:
+        each lifecycle's listener; levels 2-3: the meta's trace, recorded without checks)."""
+        if self.coverage.classes is None:
+            return
+        for lifecycle in self._lifecycles.values():
+            lifecycle.listener = self._heard
+        if self._meta is not None:
+            self._meta.record_trace = True
+
+    def _heard(self, lifecycle: TaskLifecycle, change: StatusChange) -> None:
+        if change.row is not None:
+            self.coverage.add_row(change.row)
+
+    def _before(self, op: Op) -> Before:
+        """What the classes of ``op``'s call read of the state before it."""
+        self.coverage.step = []
+        if self.level == 1:
+            return lifecycle_before(self._lifecycles[str(op.arg("task"))])
+        meta = self.meta
+        dropping = op.name in REOPENS and self.backend == "memory" and any(
+            r is not None and r.task_status == TaskStatus.DROPPING
+            for r in self.committed_records().values()
+        )
+        return meta_before(op, meta.state, self._clock.now_ms(), self.store.armed_faults(),
+                           dropping)
+
+    def _count(self, op: Op, before: Before, result: dict[str, Json]) -> None:
+        """The call's classes, counted (its rows are in ``coverage.step`` already)."""
+        rounds = before.rounds
+        faults: tuple[int, ...] = ()
+        if self._meta is not None:
+            self._meta.take_trace()  # the rows not checked yet: an ObservedStreamMeta counts them
+            start = self._meta.state.start
+            rounds = (start.completed, start.superseded)
+            faults = tuple(len(f) for f in self.store.armed_faults())
+        self.coverage.end_step(classify(op, before, result, rounds=rounds, faults=faults))
 
     def _reopen(self, *, crash: bool, torn: TaskSlot | None = None) -> object:
         """Close (or crash), then open and load_all; ``torn``: its torn record is committed

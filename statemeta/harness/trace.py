@@ -340,6 +340,40 @@ def sut_error_trace(
     return Trace(level, sut, tuple(steps), Failure("sut", str(error)), seed, semantics)
 
 
+def run_ops(
+    ops: Sequence[Op],
+    *,
+    level: int,
+    sut: Adapter,
+    reference: Callable[[], ReferenceAdapter] = ReferenceAdapter,
+    seed_violations: Counter[str] | None = None,
+    masks: frozenset[Mask] = NO_MASKS,
+    done: list[Step] | None = None,
+) -> Divergence | None:
+    """Runs ``ops`` through the differential machine, outside Hypothesis (the same checks
+    after every step, ``masks`` skipped): the divergence, or None if every step passed.
+    ``done`` receives the steps run; SutAborted propagates. The view invariants the reference
+    broke too (the seed's own violations) are added to ``seed_violations``, per invariant id."""
+    machine_class = build_machine(level, reference=reference, sut=sut, name="Replay", masks=masks)
+    machine: Any = None
+    try:
+        machine = machine_class()
+        for op in ops:
+            machine.step(op)
+        return None
+    except Divergence as divergence:
+        return divergence
+    finally:
+        if seed_violations is not None:
+            seed_violations.update(machine_class.seed_violations)  # type: ignore[attr-defined]
+        if machine is not None:
+            if done is not None:
+                done += machine.steps
+            machine.reference.stop()
+            with contextlib.suppress(SutError):
+                sut.stop()
+
+
 def replay(
     ops: Sequence[Op],
     *,
@@ -350,49 +384,21 @@ def replay(
     seed_violations: Counter[str] | None = None,
     masks: frozenset[Mask] = NO_MASKS,
 ) -> Trace | None:
-    """Runs ``ops`` through the differential machine, outside Hypothesis (the same checks
-    after every step, ``masks`` skipped); the trace of the failure (in the semantics of the
-    reference that ``reference`` makes), or None if every step passed. The view invariants
-    the reference broke too (the seed's own violations, not the implementation's) are added
-    to ``seed_violations``, per invariant id."""
+    """``run_ops`` as a trace: the trace of the failure (in the semantics of the reference
+    that ``reference`` makes), or None if every step passed."""
     recording = RecordingAdapter(sut)
-    machine_class = build_machine(
-        level, reference=reference, sut=recording, name="Replay", masks=masks
-    )
     semantics = reference().semantics  # not started: only asked what it compares against
-    machine: Any = None
+    done: list[Step] = []
     try:
-        machine = machine_class()
-        for op in ops:
-            machine.step(op)
-        return None
-    except Divergence as divergence:
-        return divergence_trace(
-            divergence,
-            level=level,
-            sut=sut_command,
-            seed=None,
-            semantics=semantics,
-            masks=masks,
-        )
+        divergence = run_ops(ops, level=level, sut=recording, reference=reference,
+                             seed_violations=seed_violations, masks=masks, done=done)
     except SutAborted as aborted:
-        done = machine.steps if machine is not None else []
-        return sut_error_trace(
-            aborted.error,
-            done,
-            recording.ops,
-            level=level,
-            sut=sut_command,
-            seed=None,
-            semantics=semantics,
-        )
-    finally:
-        if seed_violations is not None:
-            seed_violations.update(machine_class.seed_violations)  # type: ignore[attr-defined]
-        if machine is not None:
-            machine.reference.stop()
-            with contextlib.suppress(SutError):
-                sut.stop()
+        return sut_error_trace(aborted.error, done, recording.ops, level=level,
+                               sut=sut_command, seed=None, semantics=semantics)
+    if divergence is None:
+        return None
+    return divergence_trace(divergence, level=level, sut=sut_command, seed=None,
+                            semantics=semantics, masks=masks)
 
 
 # -- printing ----------------------------------------------------------------------------------

@@ -189,7 +189,7 @@ class MetaCore(MetaRestart, MetaStarting):
             return None
         entry.refcount += 1
         entry.acquires += 1
-        if self.check:
+        if self.tracing:
             self._trace.acquired.append(entry.lifecycle.status)
         return TaskHandle(entry.id, entry.incarnation)
 
@@ -467,7 +467,7 @@ class MetaCore(MetaRestart, MetaStarting):
         msg, ep_set = built
         payload = encode_hb(msg)
         state.hb_sent += 1
-        if self.check:
+        if self.tracing:
             expected = tuple(e.id for e in self.listed() if not e.task.fill_history)
             self._trace.heartbeats.append(
                 SentHeartbeat(msg, payload, state.role, before_close, expected)

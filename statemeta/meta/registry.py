@@ -108,7 +108,10 @@ class MetaRegistry:
         self.tasks = self._task_table(store)
         self.expand = expand
         self.check = check
-        """Check mode: record the trace (status and role changes, heartbeats, acquires)."""
+        """Check mode: every operation ends with invariant checks over the trace."""
+        self.tracing = check
+        """Record the trace (status and role changes, heartbeats, acquires): in check mode,
+        and when a coverage count asks for it (``StreamMeta.record_trace``)."""
         self.codec: Codec = codec_for(check)
         self.lifecycle_class = lifecycle_class
         self.now = now
@@ -173,7 +176,7 @@ class MetaRegistry:
                 self.state.paused_count += 1
             elif change.old is TaskStatus.PAUSE and change.new is not TaskStatus.PAUSE:
                 self.state.paused_count -= 1
-        if self.check:
+        if self.tracing:
             self._trace.changes.append(change)
 
     def _paused_call(self, delta: int) -> None:
@@ -187,7 +190,7 @@ class MetaRegistry:
         old = state.role
         row = role_row(old, event)
         state.role = row.to_role
-        if self.check:
+        if self.tracing:
             self._trace.roles.append(RoleChange(old, event, row.to_role))
         return row
 

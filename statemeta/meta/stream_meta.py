@@ -374,8 +374,19 @@ class StreamMeta:
         return view_of(self._core.state)
 
     def take_trace(self) -> CheckTrace:
-        """What happened since the last call (recorded only with check_invariants=True)."""
+        """What happened since the last call (recorded with check_invariants=True, or once
+        ``record_trace`` is set)."""
         return self._core.take_trace()
+
+    @property
+    def record_trace(self) -> bool:
+        """Whether the trace is recorded (check mode records it; a coverage count without the
+        checks sets this and takes the trace itself after each operation)."""
+        return self._core.tracing
+
+    @record_trace.setter
+    def record_trace(self, on: bool) -> None:
+        self._core.tracing = on or self._core.check
 
     def take_callbacks(self) -> list[Callable[[], None]]:
         """The start-complete callbacks owed (the facade runs them outside its lock)."""
