@@ -7,9 +7,8 @@ from typing import Any
 
 from statemeta import invariants
 from statemeta.explore.search import Exploration, Violation
-from statemeta.lifecycle import LIFECYCLE_ROWS
-from statemeta.roles import ROLE_ROWS
-from statemeta.tables import Role
+from statemeta.harness.coverage_model import rows_json, rows_lines
+from statemeta.tables import Role, RoleRow, TransitionRow
 
 
 def invariant_ids() -> tuple[str, ...]:
@@ -27,39 +26,23 @@ def invariant_ids() -> tuple[str, ...]:
 def report(result: Exploration) -> dict[str, Any]:
     """The report as a JSON value."""
     bounds = result.bounds
-    lifecycle_taken = result.coverage.lifecycle_rows
-    taken = []
-    missed = []
-    for row in LIFECYCLE_ROWS:
-        if lifecycle_taken[row]:
-            taken.append({"row": row.label, "times": lifecycle_taken[row]})
-        elif row.from_status not in result.statuses:
-            missed.append({
-                "row": row.label,
-                "reason": f"no task is ever {row.from_status.name} within the bounds",
-            })
-        else:
-            missed.append({
-                "row": row.label,
-                "reason": f"{row.from_status.name} is reached, but not with {row.event.name} "
-                f"applied within {bounds.max_depth} operations",
-            })
-    role_taken = result.coverage.role_rows
-    roles_seen = {r[0] for r in role_taken} | {r[2] for r in role_taken} | {Role.UNINIT}
-    role_rows = []
-    role_missed = []
-    for r in ROLE_ROWS:
-        key = (r.from_role, r.event, r.to_role)
-        if role_taken[key]:
-            role_rows.append({"row": r.label, "times": role_taken[key]})
-        else:
-            reason = (
-                f"{r.from_role.name} is never reached within the bounds"
-                if r.from_role not in roles_seen
-                else f"not taken within {bounds.max_depth} operations and "
-                f"{bounds.role_changes} role changes"
-            )
-            role_missed.append({"row": r.label, "reason": reason})
+    roles_seen = {r[0] for r in result.coverage.role_rows}
+    roles_seen |= {r[2] for r in result.coverage.role_rows} | {Role.UNINIT}
+
+    def why_lifecycle(row: TransitionRow) -> str:
+        if row.from_status not in result.statuses:
+            return f"no task is ever {row.from_status.name} within the bounds"
+        return (f"{row.from_status.name} is reached, but not with {row.event.name} "
+                f"applied within {bounds.max_depth} operations")
+
+    def why_role(row: RoleRow) -> str:
+        if row.from_role not in roles_seen:
+            return f"{row.from_role.name} is never reached within the bounds"
+        return (f"not taken within {bounds.max_depth} operations and {bounds.role_changes} "
+                "role changes")
+
+    rows = rows_json(result.coverage.lifecycle_rows, result.coverage.role_rows,
+                     why_lifecycle, why_role)
     stats = result.stats
     counterexample = result.counterexample
     return {
@@ -82,12 +65,7 @@ def report(result: Exploration) -> dict[str, Any]:
         if stats.seconds
         else 0.0,
         "invariants": list(invariant_ids()),
-        "lifecycle_rows": {
-            "total": len(LIFECYCLE_ROWS),
-            "taken": taken,
-            "not_reached": missed,
-        },
-        "role_rows": {"total": len(ROLE_ROWS), "taken": role_rows, "not_reached": role_missed},
+        **rows,
         "counterexample": None
         if counterexample is None
         else {
@@ -115,8 +93,6 @@ def violation_json(violation: Violation) -> dict[str, Any]:
 
 def format_report(doc: dict[str, Any]) -> str:
     """The report for people."""
-    lifecycle = doc["lifecycle_rows"]
-    roles = doc["role_rows"]
     lines = [
         f"explored {doc['states']} distinct states, {doc['transitions']} transitions, "
         f"depth {doc['depth']}, in {doc['seconds']:.1f} s ({doc['states_per_second']:.0f} "
@@ -129,11 +105,8 @@ def format_report(doc: dict[str, Any]) -> str:
         f"bounds: {doc['bounds']}",
         f"invariants checked in every state: {len(doc['invariants'])} "
         f"({', '.join(doc['invariants'])})",
-        f"lifecycle rows taken: {len(lifecycle['taken'])}/{lifecycle['total']}",
+        *rows_lines(doc),
     ]
-    lines += [f"  not reached: {m['row']}: {m['reason']}" for m in lifecycle["not_reached"]]
-    lines.append(f"role rows taken: {len(roles['taken'])}/{roles['total']}")
-    lines += [f"  not reached: {m['row']}: {m['reason']}" for m in roles["not_reached"]]
     lines.append(f"semantics: {doc['semantics']}" + (
         f", variant {doc['variant']}" if doc["variant"] else ""))
     cex = doc["counterexample"]

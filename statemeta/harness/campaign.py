@@ -2,8 +2,10 @@
 
 The same machine as tests/properties/test_meta_stateful.py (every invariant of the catalogue
 after every operation and timer callback, the durable model after every step), run for a
-given number of examples and steps outside pytest, counting what it did: the operations run,
-their rate, and the rows of the lifecycle and role tables reached. It measures and gives a
+given number of examples and steps outside pytest, after the directed corpus of level 3
+(statemeta.harness.directed: every class of behaviour reachable within the explorer's bounds,
+whatever the seed), counting what it did: the operations run, their rate, the rows of the
+lifecycle and role tables and the classes of behaviour reached. It measures and gives a
 verdict; a failure is reported unshrunk (the property test under the ``deep`` profile
 shrinks it). ``statemeta campaign`` is the deep run of docs/property-suite.md; ``statemeta
 verify`` runs a small one after its exploration.
@@ -14,19 +16,20 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from typing import Any
 
 import attrs
 
 from statemeta.cli_args import add_semantics, minutes, positive_int
 from statemeta.harness.cli_check import Progress, check_settings
+from statemeta.harness.coverage_model import role_class, row_class, rows_json, rows_lines
+from statemeta.harness.directed import CoverageReport, load_corpus, run_directed
 from statemeta.harness.machine import build_machine, run_machine
 from statemeta.harness.minimize import without_shrinking
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import Backend, Coverage, ReferenceAdapter
 from statemeta.json_output import json_text
-from statemeta.lifecycle import LIFECYCLE_ROWS
-from statemeta.roles import ROLE_ROWS
 from statemeta.semantics import Semantics
 
 __all__ = ["COMMANDS", "CampaignReport", "run_campaign"]
@@ -44,32 +47,32 @@ class CampaignReport:
     failure: str | None
     semantics: Semantics = Semantics.INTENDED
     """The reference's semantics: in the seed's, a failure is the seed breaking an invariant."""
+    directed: int = 0
+    """Paths of the directed corpus run (they count among ``examples``)."""
 
     @property
     def steps_per_second(self) -> float:
         return self.steps / self.seconds if self.seconds else 0.0
 
+    @property
+    def classes(self) -> CoverageReport:
+        assert self.coverage.classes is not None
+        return CoverageReport(self.coverage.classes, load_corpus(3, self.semantics))
+
     def to_json(self) -> dict[str, Any]:
-        taken = self.coverage.lifecycle_rows
-        roles = self.coverage.role_rows
+        classes = self.classes
+        missed = classes.missed
         return {
             "semantics": self.semantics.value,
             "examples": self.examples,
+            "directed": self.directed,
             "steps_run": self.steps,
             "seconds": round(self.seconds, 1),
             "steps_per_second": round(self.steps_per_second, 1),
             "failure": self.failure,
-            "lifecycle_rows": {
-                "total": len(LIFECYCLE_ROWS),
-                "taken": {row.label: taken[row] for row in LIFECYCLE_ROWS if taken[row]},
-                "not_reached": [row.label for row in LIFECYCLE_ROWS if not taken[row]],
-            },
-            "role_rows": {
-                "total": len(ROLE_ROWS),
-                "not_reached": [
-                    r.label for r in ROLE_ROWS if not roles[r.from_role, r.event, r.to_role]
-                ],
-            },
+            **rows_json(self.coverage.lifecycle_rows, self.coverage.role_rows,
+                        lambda r: missed[row_class(r)], lambda r: missed[role_class(r)]),
+            "coverage": classes.to_json(),
         }
 
 
@@ -88,7 +91,7 @@ def run_campaign(
     ``semantics``; stops at the first failure, and with ``seconds``, at the end of the first
     Hypothesis run (``run_machine``) ending after that long."""
     counted = progress or Progress(None)
-    coverage = Coverage()
+    coverage = Coverage(classes=Counter())
     semantics = Semantics.of(semantics)
 
     class CampaignReference(ReferenceAdapter):
@@ -97,6 +100,7 @@ def run_campaign(
         def __init__(self) -> None:
             super().__init__(backend=backend, semantics=semantics)
             self.coverage = coverage
+            self.count_classes()
 
         def start(self, level: int) -> None:
             counted.example()
@@ -111,30 +115,29 @@ def run_campaign(
     began = time.perf_counter()
     deadline = None if seconds is None else time.monotonic() + seconds
     failure = None
+    directed = 0
     try:
+        run_directed(load_corpus(3, semantics), sut=None, reference=CampaignReference)
+        directed = counted.examples
         run_machine(machine, search, seed_value=seed_value, deadline=deadline)
     except Exception as error:  # a failing example: the campaign's verdict, unshrunk
         where = f"operation {counted.example_steps} of the failing example"
         failure = f"{type(error).__name__} at {where}: {error}"
     return CampaignReport(
         counted.examples, counted.steps, time.perf_counter() - began, coverage, failure,
-        semantics,
+        semantics, directed,
     )
 
 
 def format_campaign(report: CampaignReport) -> str:
     """The report for people."""
     doc = report.to_json()
-    lifecycle = doc["lifecycle_rows"]
-    roles = doc["role_rows"]
     lines = [
         f"property campaign ({report.semantics.value} semantics): {report.steps} steps in "
-        f"{report.examples} examples, "
+        f"{report.examples} examples ({report.directed} directed), "
         f"{report.seconds:.1f} s ({report.steps_per_second:.0f} steps/s)",
-        f"lifecycle rows reached: {len(lifecycle['taken'])}/{lifecycle['total']}",
-        *(f"  not reached: {label}" for label in lifecycle["not_reached"]),
-        f"role rows reached: {roles['total'] - len(roles['not_reached'])}/{roles['total']}",
-        *(f"  not reached: {label}" for label in roles["not_reached"]),
+        *rows_lines(doc),
+        *report.classes.lines(),
         "every invariant held at every step" if report.failure is None
         else f"FAILED: {report.failure}",
     ]

@@ -1,9 +1,14 @@
 """``statemeta check`` and ``statemeta replay``: conformance of any implementation to the reference.
 
-``run_check`` is the one way a conformance run happens (the CLI and the pytest plugin call it):
-the differential machine of statemeta.harness.machine drives the reference and the
-implementation side by side under Hypothesis, which searches for a divergence; its trace is
-then shrunk by deleting operations (statemeta.harness.minimize says why not by Hypothesis).
+``run_check`` is the one way a conformance run happens (the CLI and the pytest plugin call it).
+It runs in two phases. The directed phase runs the shipped corpus of its level and semantics
+(statemeta.harness.directed: a shortest path to every class of behaviour reachable within the
+explorer's bounds), every check after every step, and keeps the divergence met at the fewest
+steps: the same on every seed. Then the random phase: the differential machine of
+statemeta.harness.machine drives the reference and the implementation side by side under
+Hypothesis, which searches for a divergence. A divergence's trace is shrunk by deleting
+operations (statemeta.harness.minimize says why not by Hypothesis). The reference counts the
+classes both phases reach; the report lists those reached and missed.
 An implementation that breaks the protocol stops the run at once (no shrinking: each replay
 of a hung one would cost a timeout) with the steps so far. With ``--keep-going`` a divergence
 is shrunk, written to its own trace and masked, and the search goes on in a new Hypothesis
@@ -47,9 +52,15 @@ from statemeta.errors import MisuseError, SutAborted, SutError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.catalogue import NO_MASKS, Catalogue, Entry, Mask, numbered_path
 from statemeta.harness.concurrent_run import Hunt, OverProtocol, failure_trace, hunt, recheck
+from statemeta.harness.directed import (
+    CoverageReport,
+    counting_reference,
+    load_corpus,
+    run_directed,
+)
 from statemeta.harness.linearizability import Outcome as LinOutcome
 from statemeta.harness.linearizability import format_verdict
-from statemeta.harness.machine import Divergence, build_machine, run_machine
+from statemeta.harness.machine import Divergence, Step, build_machine, run_machine
 from statemeta.harness.minimize import minimize, without_shrinking
 from statemeta.harness.observation import Observation
 from statemeta.harness.operations import LEVELS, Op
@@ -103,6 +114,10 @@ class CheckReport:
     """What the implementation declared it observes at the run's level (what was compared)."""
     catalogue: Catalogue | None = None
     """``--keep-going``: every distinct divergence (``trace`` is then a broken protocol's)."""
+    coverage: CoverageReport | None = None
+    """The classes of behaviour the run reached (None: not counted)."""
+    directed: int = 0
+    """Paths of the directed corpus run (they count among ``examples``)."""
 
     def observation_json(self) -> dict[str, Any]:
         """What was compared and what was not (``statemeta check --json``)."""
@@ -189,17 +204,51 @@ def run_check(
     progress: Progress | None = None,
     semantics: Semantics | str = Semantics.INTENDED,
     keep_going: KeepGoing | None = None,
+    directed: bool = True,
 ) -> CheckReport:
-    """Runs the differential machine at ``level`` against ``sut`` (started, not closed here),
-    with the reference in ``semantics``; with ``keep_going``, on past each divergence."""
+    """Runs the directed phase (unless not ``directed``), then the differential machine, at
+    ``level`` against ``sut`` (started, not closed here), with the reference in
+    ``semantics``; with ``keep_going``, on past each divergence."""
     progress = progress or Progress(None)
     counting = _CountingAdapter(sut, progress)
     semantics = Semantics.of(semantics)
-    reference = unchecked_reference(semantics)
+    reached: Counter[str] = Counter()
+    reference = counting_reference(unchecked_reference(semantics), reached)
+    corpus = load_corpus(level, semantics)
     seeds: Counter[str] = Counter()
+    runs = [0]
+    """Directed paths run so far (they are not among the random phase's examples)."""
+
+    def random_left() -> int:
+        return hypothesis_settings.max_examples - (progress.examples - runs[0])
+
+    def shrunk(found: Divergence, masks: frozenset[Mask]) -> Trace:
+        trace = divergence_trace(found, level=level, sut=sut_label, seed=seed_value,
+                                 semantics=semantics, masks=masks)
+        return minimize(trace, sut=sut, reference=reference, same_place=bool(keep_going))
+
+    def run_corpus(masks: frozenset[Mask]) -> tuple[Trace | None, Divergence | None]:
+        """The directed phase: the shrunk trace of the divergence met soonest, if any."""
+        done: list[Step] = []
+        before = progress.examples
+        try:
+            result = run_directed(corpus, sut=counting, reference=reference, masks=masks,
+                                  seed_violations=seeds, done=done)
+        except SutAborted as aborted:
+            return sut_error_trace(aborted.error, done, counting.ops, level=level,
+                                   sut=sut_label, seed=seed_value, semantics=semantics), None
+        finally:
+            runs[0] += progress.examples - before
+        found = result.divergence
+        return (None, None) if found is None else (shrunk(found, masks), found)
 
     def search(masks: frozenset[Mask], run: int) -> tuple[Trace | None, Divergence | None]:
-        """One search over the examples left: the shrunk trace of what it found, if any."""
+        """The directed phase, then one search over the examples left: the shrunk trace of
+        what they found, if any."""
+        if directed:
+            trace, met = run_corpus(masks)
+            if trace is not None:
+                return trace, met
         machine = build_machine(
             level,
             sut=counting,
@@ -208,7 +257,9 @@ def run_check(
             max_ops=hypothesis_settings.stateful_step_count,  # --steps: operations per example
             masks=masks,
         )
-        left = hypothesis_settings.max_examples - progress.examples
+        left = random_left()
+        if left <= 0:
+            return None, None
         run_seed = None if seed_value is None else seed_value + run
         try:
             run_machine(machine, without_shrinking(settings(hypothesis_settings,
@@ -227,10 +278,7 @@ def run_check(
             return None, None
         finally:
             seeds.update(machine.seed_violations)  # type: ignore[attr-defined]
-        trace = divergence_trace(found[0], level=level, sut=sut_label, seed=seed_value,
-                                 semantics=semantics, masks=masks)
-        shrunk = minimize(trace, sut=sut, reference=reference, same_place=bool(keep_going))
-        return shrunk, found[0]
+        return shrunk(found[0], masks), found[0]
 
     trace, first = search(NO_MASKS, 0)
     catalogue = None if keep_going is None else Catalogue()
@@ -242,13 +290,14 @@ def run_check(
         catalogue.entries.append(Entry(first.mask, trace.failure.kind, first.reference,
                                        first.sut, path, len(trace.steps)))
         full = len(catalogue.entries) == keep_going.max_divergences
-        if full or progress.examples >= hypothesis_settings.max_examples:
+        if full:
             trace = None
         else:
             trace, first = search(catalogue.masks, len(catalogue.entries))
     observation = Observation.of_hello(sut.hello(), level)
     return CheckReport(trace, progress.examples, progress.steps, progress.seconds,
-                       dict(sorted(seeds.items())), observation, catalogue)
+                       dict(sorted(seeds.items())), observation, catalogue,
+                       CoverageReport(reached, corpus), runs[0] if directed else 0)
 
 
 def unchecked_reference(semantics: Semantics) -> Callable[[], ReferenceAdapter]:
@@ -301,6 +350,12 @@ def configure_check(parser: argparse.ArgumentParser) -> None:
         "--steps", type=positive_int, default=50, help="operations per example, at most (50)"
     )
     parser.add_argument("--seed", type=int, help="the run's seed (default: random, printed)")
+    parser.add_argument(
+        "--no-directed",
+        action="store_true",
+        help="skip the directed phase (the shortest path to every class of behaviour "
+        "reachable within the explorer's bounds, run before the random examples)",
+    )
     parser.add_argument(
         "--json",
         action="store_true",
@@ -424,8 +479,9 @@ def run_check_command(args: argparse.Namespace) -> int:
         declared = hello.get("semantics", Semantics.INTENDED.value)
         print(
             f"checking {hello['name']} ({args.sut}, declares {declared} semantics) at level "
-            f"{args.level} against the {args.semantics} semantics: {args.examples} examples of "
-            f"up to {args.steps} steps, seed {seed_value}",
+            f"{args.level} against the {args.semantics} semantics: "
+            + ("" if args.no_directed else "the directed corpus, then ")
+            + f"{args.examples} examples of up to {args.steps} steps, seed {seed_value}",
             file=out,
             flush=True,
         )
@@ -438,6 +494,7 @@ def run_check_command(args: argparse.Namespace) -> int:
             progress=Progress(out),
             semantics=args.semantics,
             keep_going=keep_going,
+            directed=not args.no_directed,
         )
     if received:
         return _interrupted(received, args.sut)
@@ -446,11 +503,14 @@ def run_check_command(args: argparse.Namespace) -> int:
         write_trace(report.trace, args.trace_out)
     failed = report.trace is not None or bool(report.catalogue and report.catalogue.entries)
     rate = report.steps / max(report.seconds, 1e-9)
-    summary = f"{report.examples} examples, {report.steps} steps in {report.seconds:.1f} s "
+    summary = f"{report.examples} examples ({report.directed} directed), {report.steps} steps "
+    summary += f"in {report.seconds:.1f} s "
     summary += f"({rate:.0f} steps/s)"
     summary += _own_violations(report.seed_violations, args.semantics)
     for line in _not_compared(report.observation):
         print(line, file=out)
+    if report.coverage is not None:
+        print("\n".join(report.coverage.lines()), file=out)
     replay_it = f"--sut {shlex.quote(args.sut)} --semantics {args.semantics}"
     if report.catalogue is not None:
         print("\n".join(report.catalogue.lines()), file=out)
@@ -512,6 +572,7 @@ def check_document(
         "semantics": args.semantics,
         "seed": seed_value,
         "examples": report.examples,
+        "directed": report.directed,
         "steps": report.steps,
         "seconds": round(report.seconds, 3),
         "seed_violations": report.seed_violations,
@@ -521,6 +582,8 @@ def check_document(
     }
     if report.catalogue is not None:
         document["catalogue"] = report.catalogue.to_json()
+    if report.coverage is not None:
+        document["coverage"] = report.coverage.to_json()
     return document
 
 

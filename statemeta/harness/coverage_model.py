@@ -18,7 +18,8 @@ every implementation checked against it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -27,12 +28,14 @@ from statemeta.harness.normalize import Json
 from statemeta.harness.operations import OP_SPECS, REOPENS, Op, task_slot
 from statemeta.lifecycle import LIFECYCLE_ROWS, TaskLifecycle
 from statemeta.meta.state import MetaState, TimerKind
-from statemeta.roles import ROLE_ROWS
+from statemeta.roles import ROLE_ROWS, RoleEvent
 from statemeta.store import FAULT_OPS
-from statemeta.tables import RoleRow, TransitionRow
+from statemeta.tables import Role, RoleRow, TransitionRow
 
 __all__ = [
     "FAMILIES",
+    "ROLE_CLASSES",
+    "ROW_CLASSES",
     "UNMAPPED",
     "Before",
     "Family",
@@ -42,6 +45,8 @@ __all__ = [
     "meta_before",
     "role_class",
     "row_class",
+    "rows_json",
+    "rows_lines",
 ]
 
 UNMAPPED = "unmapped"
@@ -118,6 +123,44 @@ def role_class(row: RoleRow) -> str:
 
 ROW_CLASSES: tuple[str, ...] = tuple(row_class(r) for r in LIFECYCLE_ROWS)
 ROLE_CLASSES: tuple[str, ...] = tuple(role_class(r) for r in ROLE_ROWS)
+
+RoleKey = tuple[Role, RoleEvent, Role]
+
+
+def rows_json(
+    lifecycle_rows: Mapping[TransitionRow, int],
+    role_rows: Mapping[RoleKey, int],
+    why_lifecycle: Callable[[TransitionRow], str],
+    why_role: Callable[[RoleRow], str],
+) -> dict[str, Any]:
+    """The table rows a run took, in the one shape the explorer, the campaign and check
+    report them: per table, the total, each row taken with how often, each row not reached
+    with why."""
+
+    def table(rows: Sequence[Any], times: Callable[[Any], int],
+              why: Callable[[Any], str]) -> dict[str, Any]:
+        return {
+            "total": len(rows),
+            "taken": [{"row": r.label, "times": times(r)} for r in rows if times(r)],
+            "not_reached": [{"row": r.label, "reason": why(r)} for r in rows if not times(r)],
+        }
+
+    return {
+        "lifecycle_rows": table(LIFECYCLE_ROWS, lambda r: lifecycle_rows.get(r, 0),
+                                why_lifecycle),
+        "role_rows": table(ROLE_ROWS, lambda r: role_rows.get((r.from_role, r.event,
+                                                               r.to_role), 0), why_role),
+    }
+
+
+def rows_lines(doc: Mapping[str, Any]) -> list[str]:
+    """``rows_json``'s report for people."""
+    lines: list[str] = []
+    for key, name in (("lifecycle_rows", "lifecycle"), ("role_rows", "role")):
+        table = doc[key]
+        lines.append(f"{name} rows taken: {len(table['taken'])}/{table['total']}")
+        lines += [f"  not reached: {m['row']}: {m['reason']}" for m in table["not_reached"]]
+    return lines
 
 
 @attrs.frozen

@@ -42,7 +42,7 @@ from statemeta.explore.state import symmetry_classes
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.catalogue import NO_MASKS, Mask
 from statemeta.harness.coverage_model import FAMILIES, ROLE_CLASSES, ROW_CLASSES
-from statemeta.harness.machine import Divergence
+from statemeta.harness.machine import Divergence, Step
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import LEVELS, TASK_POOL, Op, ops_at
 from statemeta.harness.reference import ReferenceAdapter
@@ -253,20 +253,25 @@ class DirectedResult:
 def run_directed(
     corpus: Corpus,
     *,
-    sut: Adapter,
+    sut: Adapter | None,
     reference: Callable[[], ReferenceAdapter],
     masks: frozenset[Mask] = NO_MASKS,
     seed_violations: Counter[str] | None = None,
+    done: list[Step] | None = None,
 ) -> DirectedResult:
-    """Every run of ``corpus`` against ``sut``; SutAborted propagates."""
+    """Every run of ``corpus`` against ``sut`` (None: the reference alone, its own checks
+    after every step). SutAborted propagates, with the steps of the run it stopped in in
+    ``done``."""
     best: Divergence | None = None
     runs = 0
     for path in corpus.runs():
         if best is not None and len(best.steps) <= 1:
             break  # none diverges earlier
         runs += 1
+        if done is not None:
+            done.clear()
         found = run_ops(path, level=corpus.level, sut=sut, reference=reference, masks=masks,
-                        seed_violations=seed_violations)
+                        seed_violations=seed_violations, done=done)
         if found is not None and (best is None or len(found.steps) < len(best.steps)):
             best = found
     return DirectedResult(best, runs)

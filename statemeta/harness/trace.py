@@ -344,14 +344,15 @@ def run_ops(
     ops: Sequence[Op],
     *,
     level: int,
-    sut: Adapter,
+    sut: Adapter | None,
     reference: Callable[[], ReferenceAdapter] = ReferenceAdapter,
     seed_violations: Counter[str] | None = None,
     masks: frozenset[Mask] = NO_MASKS,
     done: list[Step] | None = None,
 ) -> Divergence | None:
-    """Runs ``ops`` through the differential machine, outside Hypothesis (the same checks
-    after every step, ``masks`` skipped): the divergence, or None if every step passed.
+    """Runs ``ops`` through the differential machine (``sut`` None: the reference alone),
+    outside Hypothesis (the same checks after every step, ``masks`` skipped): the divergence,
+    or None if every step passed.
     ``done`` receives the steps run; SutAborted propagates. The view invariants the reference
     broke too (the seed's own violations) are added to ``seed_violations``, per invariant id."""
     machine_class = build_machine(level, reference=reference, sut=sut, name="Replay", masks=masks)
@@ -370,8 +371,9 @@ def run_ops(
             if done is not None:
                 done += machine.steps
             machine.reference.stop()
-            with contextlib.suppress(SutError):
-                sut.stop()
+            if sut is not None:
+                with contextlib.suppress(SutError):
+                    sut.stop()
 
 
 def replay(

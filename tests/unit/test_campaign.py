@@ -16,16 +16,39 @@ from statemeta.lifecycle import LIFECYCLE_ROWS
 from statemeta.roles import ROLE_ROWS
 
 
-def test_a_small_campaign_reaches_every_row_of_both_tables() -> None:
-    """The generator's reach: every lifecycle and role row within 50 examples of 50 calls."""
-    report = run_campaign(50, 50, seed_value=0)
+@pytest.mark.parametrize("seed_value", [0, 7, 2**40])
+def test_a_campaign_reaches_every_class_within_the_bounds_whatever_its_seed(
+    seed_value: int,
+) -> None:
+    """The directed corpus runs first: every class (every table row among them) reachable
+    within the explorer's bounds is reached on any seed, however short the random part."""
+    report = run_campaign(2, 5, seed_value=seed_value)
     assert report.failure is None
-    assert report.examples >= 50 and report.steps > 50 * 20
+    assert report.directed > 0 and report.examples >= report.directed + 2
     doc = report.to_json()
-    assert doc["lifecycle_rows"]["not_reached"] == []
-    assert len(doc["lifecycle_rows"]["taken"]) == len(LIFECYCLE_ROWS)
-    assert doc["role_rows"] == {"total": len(ROLE_ROWS), "not_reached": []}
-    assert sum(doc["lifecycle_rows"]["taken"].values()) > len(LIFECYCLE_ROWS)
+    coverage = doc["coverage"]
+    assert coverage["reached_reachable"] == coverage["reachable"] > 0
+    for table, rows in (("lifecycle_rows", LIFECYCLE_ROWS), ("role_rows", ROLE_ROWS)):
+        reported = doc[table]
+        assert reported["total"] == len(rows)
+        assert len(reported["taken"]) + len(reported["not_reached"]) == len(rows)
+        assert all(t["times"] > 0 for t in reported["taken"])
+        for missed in reported["not_reached"]:
+            assert missed["reason"].startswith("not reachable within the bounds"), missed
+
+
+def test_the_campaign_and_the_explorer_report_rows_in_one_shape() -> None:
+    from statemeta.explore.bounds import Bounds
+    from statemeta.explore.coverage import report as explore_report
+    from statemeta.explore.search import explore
+
+    explored = explore_report(explore(Bounds(max_depth=2)))
+    campaign_doc = run_campaign(1, 5, seed_value=0).to_json()
+    for table in ("lifecycle_rows", "role_rows"):
+        for doc in (explored, campaign_doc):
+            assert set(doc[table]) == {"total", "taken", "not_reached"}
+            assert all(set(t) == {"row", "times"} for t in doc[table]["taken"])
+            assert all(set(m) == {"row", "reason"} for m in doc[table]["not_reached"])
 
 
 def test_the_same_seed_runs_the_same_campaign() -> None:

@@ -55,12 +55,10 @@ def test_the_served_reference_conforms(
     assert not out.exists()
 
 
-# Variants need more search than the reference needs to pass (--steps bounds operations, walks
-# included); the seed is fixed for CI. A run stops at its first divergence, so the budget is
-# generous: the two waiting-list variants need an attached event behind another on a task with a
-# fill-history task, which random runs meet after 10 to 300 examples depending on the seed (the
-# coverage-directed phase of issue 18 is the real cure).
-VARIANT_RUN = ["--level", "3", "--examples", "1000", "--steps", "100", "--seed", "0"]
+# A check at its defaults: the directed phase (the shortest path to every class of behaviour
+# within the explorer's bounds) catches every variant before any random example runs, on any
+# seed (tests/unit/test_directed.py shows it at every level).
+VARIANT_RUN = ["--level", "3"]
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -72,6 +70,8 @@ def test_variant_is_caught_and_its_trace_fails_again(
     code, text = _check(capsys, "--sut", command, *VARIANT_RUN, "--trace-out", str(out))
     assert code == 1, text
     assert f"trace written to {out}" in text
+    counts = re.search(r"\((\d+) examples \((\d+) directed\)", text)
+    assert counts is not None and counts[1] == counts[2], text  # caught by the directed phase
     trace = read_trace(out)
     assert trace.sut == command
     assert trace.failure.kind in {"result", "view", "invariant"}
