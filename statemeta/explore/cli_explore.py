@@ -252,7 +252,7 @@ def write_counterexample(
 ) -> None:
     """A counterexample (by default the first one) in the harness trace format, naming the
     command that serves what was explored (``statemeta replay`` runs it)."""
-    from statemeta.harness.trace import Failure, Trace, TraceStep, write_trace
+    from statemeta.harness.trace import Trace, write_trace
 
     cex = cex or result.counterexample
     assert cex is not None
@@ -261,10 +261,8 @@ def write_counterexample(
     trace = Trace(
         level=result.bounds.level,
         sut=sut,
-        steps=tuple(TraceStep(s.op, s.reference, s.variant) for s in cex.steps),
-        failure=Failure(
-            _trace_kind(cex), cex.detail, cex.reference_view, cex.variant_view
-        ),
+        steps=cex.steps,
+        failure=attrs.evolve(cex.failure, kind=_trace_kind(cex)),
         semantics=result.semantics,
     )
     write_trace(trace, path)

@@ -48,6 +48,7 @@ from statemeta.codec import decode_task, decode_task_key
 from statemeta.errors import InvariantViolation, StatemetaError
 from statemeta.explore.bounds import BUDGETED, Bounds
 from statemeta.explore.state import StateAbstraction
+from statemeta.harness.failure import Failure, Step
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import REOPENS, Op, slot_of
 from statemeta.harness.reference import Coverage, ReferenceAdapter
@@ -104,27 +105,34 @@ class Stats:
 
 
 @attrs.frozen
-class Step:
-    op: Op
-    reference: dict[str, Json]
-    variant: dict[str, Json] | None
-
-
-@attrs.frozen
 class Counterexample:
-    """A shortest failing path from the empty meta, with what each side returned."""
+    """A shortest failing path from the empty meta: its steps (the variant's results as the
+    steps' ``sut``) and its failure (the variant's view as ``sut_view``; no ``at``)."""
 
     steps: tuple[Step, ...]
-    kind: str
-    """invariant (the reference or the variant broke one), result or view (they differ),
-    crash (an exception that is no statemeta error)."""
-    detail: str
-    reference_view: dict[str, Json] | None = None
-    variant_view: dict[str, Json] | None = None
+    failure: Failure
 
     @property
     def ops(self) -> tuple[Op, ...]:
         return tuple(s.op for s in self.steps)
+
+    @property
+    def kind(self) -> str:
+        """invariant (the reference or the variant broke one), result or view (they differ),
+        crash (an exception that is no statemeta error)."""
+        return self.failure.kind
+
+    @property
+    def detail(self) -> str:
+        return self.failure.detail
+
+    @property
+    def reference_view(self) -> dict[str, Json] | None:
+        return self.failure.reference_view
+
+    @property
+    def variant_view(self) -> dict[str, Json] | None:
+        return self.failure.sut_view
 
 
 ROOT_OPERATION = "start"
@@ -830,7 +838,8 @@ def _violation(start: Callable[[], System], ops: Sequence[Op], failure: _Failure
             except _Failure as again:
                 reference = results[0] if results else {"error": "InvariantViolation"}
                 steps.append(Step(op, reference, results[1] if len(results) > 1 else None))
-                cex = Counterexample(tuple(steps), again.kind, again.detail, *_views(system))
+                failed = Failure(again.kind, again.detail, *_views(system))
+                cex = Counterexample(tuple(steps), failed)
                 return Violation(again.invariant, cex)
             steps.append(Step(op, results[0], results[1] if variant else None))
     finally:

@@ -73,6 +73,7 @@ from statemeta.harness import generation
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.catalogue import NO_MASKS, START, Mask, key_path
 from statemeta.harness.differences import first_difference, located
+from statemeta.harness.failure import Failure, Step
 from statemeta.harness.normalize import Json, meta_view_from_json
 from statemeta.harness.observation import Observation
 from statemeta.harness.operations import REGISTER_VER, REOPENS, TASK_POOL, Op
@@ -94,35 +95,51 @@ __all__ = [
     "run_machine",
 ]
 
-Step = tuple[Op, dict[str, Json], dict[str, Json] | None]
-"""One step run: the op, the reference's result, the SUT's result (None without a SUT)."""
-
 _RECORDS = {s.id: s.record for s in TASK_POOL}
 
 
 class Divergence(AssertionError):
-    """The SUT differs from the reference (or breaks an invariant, or loses a commit)."""
+    """The SUT differs from the reference (or breaks an invariant, or loses a commit): the
+    control flow that carries the Failure (statemeta.harness.failure), the steps run and the
+    two sides' values where it shows."""
 
     def __init__(
         self, kind: str, detail: str, at: str, reference: Json = None, sut: Json = None
     ) -> None:
         super().__init__(f"{kind} divergence: {detail}")
-        self.kind = kind
-        """One of result, view, invariant, durable."""
-        self.detail = detail
-        self.at = at
-        """Where it shows (a Mask's ``at``: result, view.<keys>, invariant:<id>, durable)."""
+        self.failure = Failure(kind, detail, at=at)
+        """Its kind (result, view, invariant, durable), detail and place (a Mask's ``at``:
+        result, view.<keys>, invariant:<id>, durable); the views once the machine adds them."""
         self.reference = reference
         self.sut = sut
         """The two sides' values there (an invariant's: the evidence; durable's: the detail)."""
         self.steps: list[Step] = []
-        self.reference_view: dict[str, Json] | None = None
-        self.sut_view: dict[str, Json] | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.failure.kind
+
+    @property
+    def detail(self) -> str:
+        return self.failure.detail
+
+    @property
+    def at(self) -> str:
+        assert self.failure.at is not None
+        return self.failure.at
+
+    @property
+    def reference_view(self) -> dict[str, Json] | None:
+        return self.failure.reference_view
+
+    @property
+    def sut_view(self) -> dict[str, Json] | None:
+        return self.failure.sut_view
 
     @property
     def mask(self) -> Mask:
         """Its name in a catalogue: the operation it follows and where it shows."""
-        return Mask(self.steps[-1][0].name if self.steps else START, self.at)
+        return Mask(self.steps[-1].op.name if self.steps else START, self.at)
 
 
 def broken_invariants(
@@ -459,10 +476,10 @@ class _Machine(RuleBasedStateMachine):
             try:
                 sut_result = self.sut.call(op)
             except InvariantViolation as e:  # an in-process SUT checking itself
-                self.steps.append((op, ref_result, None))
+                self.steps.append(Step(op, ref_result, None))
                 found = Divergence("invariant", str(e), f"invariant:{e.invariant_id}")
                 raise self._divergence(found, None) from e
-        self.steps.append((op, ref_result, sut_result))
+        self.steps.append(Step(op, ref_result, sut_result))
         self.ref_view = self.reference.view()
         durable = self.level > 1 and self.reference.semantics is Semantics.INTENDED
         if durable:
@@ -510,8 +527,11 @@ class _Machine(RuleBasedStateMachine):
     def _divergence(self, e: Divergence, sut_view: dict[str, Json] | None) -> Divergence:
         """``e`` with the steps so far and both views as far as they are compared."""
         e.steps = list(self.steps)
-        e.reference_view = self.observation.view_of(self.ref_view)
-        e.sut_view = None if sut_view is None else self.observation.view_of(sut_view)
+        e.failure = attrs.evolve(
+            e.failure,
+            reference_view=self.observation.view_of(self.ref_view),
+            sut_view=None if sut_view is None else self.observation.view_of(sut_view),
+        )
         return e
 
     def teardown(self) -> None:

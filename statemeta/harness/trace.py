@@ -12,6 +12,8 @@ the run at once, without shrinking, and its trace is the steps so far (``sut_err
 applies exactly the checks of the run that wrote it: a trace of ``check --keep-going`` holds
 the masks in force when it was found (``masks``), and its failure says where it shows
 (``failure.at``); both fields are optional (absent: no masks, and a trace of an older run).
+A trace's steps and failure are the harness's and the explorer's one ``Step`` and ``Failure``
+(statemeta.harness.failure), written field by field in their declared order.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ from statemeta.errors import MisuseError, SutAborted, SutError, TraceFormatError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.catalogue import NO_MASKS, START, Mask
 from statemeta.harness.differences import compact, differences
+from statemeta.harness.failure import FAILURE_KINDS, Failure, Step
 from statemeta.harness.linearizability import History
 from statemeta.harness.linearizability.reference import Call, history_from_json
-from statemeta.harness.machine import Divergence, Step, build_machine
+from statemeta.harness.machine import Divergence, build_machine
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import LEVELS, OP_SPECS, Op
 from statemeta.harness.reference import ReferenceAdapter
@@ -61,36 +64,8 @@ R = TypeVar("R")
 TRACE_FORMAT = 1
 """The trace file's ``format``; a reader refuses any other."""
 
-FAILURE_KINDS: dict[str, str] = {
-    "result": "the two sides returned different results",
-    "view": "the two sides' views differ after the step",
-    "invariant": "the implementation's own view breaks an invariant of spec/invariants.md",
-    "durable": "the implementation's committed records differ from what must be durable",
-    "sut": "the implementation broke the protocol (crashed, hung, closed its output, garbage)",
-    "linearizability": "no order of the concurrent calls, consistent with real time, gives the "
-    "results the clients saw (the trace's history)",
-}
-
-
-@attrs.frozen
-class TraceStep:
-    """One operation and what each side returned (None: that side gave no result)."""
-
-    op: Op
-    reference: JsonObject | None
-    sut: JsonObject | None
-
-
-@attrs.frozen
-class Failure:
-    """Why the run failed at the trace's last step (or at start, for a trace with no steps)."""
-
-    kind: str = attrs.field(validator=attrs.validators.in_(FAILURE_KINDS))
-    detail: str
-    reference_view: JsonObject | None = None
-    sut_view: JsonObject | None = None
-    at: str | None = None
-    """Where a divergence shows (a Mask's ``at``); None for ``sut``."""
+TraceStep = Step
+"""The trace's name for a step (statemeta.harness.failure.Step)."""
 
 
 @attrs.frozen
@@ -100,7 +75,7 @@ class Trace:
     level: int = attrs.field(validator=attrs.validators.in_(LEVELS))
     sut: str
     """The command of the implementation under test."""
-    steps: tuple[TraceStep, ...]
+    steps: tuple[Step, ...]
     failure: Failure
     seed: int | None = None
     semantics: Semantics = Semantics.INTENDED
@@ -154,7 +129,7 @@ class Trace:
                 op = Op.from_json({"op": step["op"], "args": step.get("args", {})})
             except MisuseError as error:
                 raise TraceFormatError(where, field, str(error)) from error
-            steps.append(TraceStep(op, step.get("reference"), step.get("sut")))
+            steps.append(Step(op, step.get("reference"), step.get("sut")))
         failure = Failure(**_check_fields(fields["failure"], _FAILURE_FIELDS, where, "failure"))
         semantics = Semantics(fields.get("semantics", Semantics.INTENDED.value))
         masks = frozenset(
@@ -311,15 +286,9 @@ def divergence_trace(
 ) -> Trace:
     """The trace of a divergence the differential machine raised (its steps, both views),
     found with ``masks`` in force."""
-    steps = tuple(TraceStep(op, ref, out) for op, ref, out in divergence.steps)
-    failure = Failure(
-        divergence.kind,
-        divergence.detail,
-        divergence.reference_view,
-        divergence.sut_view,
-        divergence.at,
+    return Trace(
+        level, sut, tuple(divergence.steps), divergence.failure, seed, semantics, masks
     )
-    return Trace(level, sut, steps, failure, seed, semantics, masks)
 
 
 def sut_error_trace(
@@ -334,9 +303,9 @@ def sut_error_trace(
 ) -> Trace:
     """The trace of an implementation that broke the protocol: the steps ``done`` in the
     example, and the operation it failed on when it failed on one (``sent`` has one more)."""
-    steps = [TraceStep(op, ref, out) for op, ref, out in done]
+    steps = list(done)
     if len(sent) > len(done):
-        steps.append(TraceStep(sent[len(done)], None, None))
+        steps.append(Step(sent[len(done)], None, None))
     return Trace(level, sut, tuple(steps), Failure("sut", str(error)), seed, semantics)
 
 

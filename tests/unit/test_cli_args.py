@@ -15,7 +15,7 @@ import pytest
 from benchmarks.__main__ import main as bench_main
 from statemeta import cli_args
 from statemeta.cli import main as statemeta_main
-from statemeta.serve import main as serve_main
+from statemeta.harness.serve import main as serve_main
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVE = f"{sys.executable} -m statemeta.serve"

@@ -98,7 +98,7 @@ def _broken(tmp_path: Path, misbehaviour: str) -> str:
         textwrap.dedent(
             """\
             import json, sys, time
-            from statemeta.serve import Server
+            from statemeta.harness.serve import Server
             from statemeta.harness.reference import ReferenceAdapter
             server = Server(ReferenceAdapter(check_invariants=False))
             for line in sys.stdin:

@@ -23,9 +23,9 @@ from statemeta.harness.facade_target import FacadeAdapter
 from statemeta.harness.linearizability import Outcome
 from statemeta.harness.locking_variants import LOCKING_VARIANTS
 from statemeta.harness.operations import Op
+from statemeta.harness.serve import ConcurrentServer
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
 from statemeta.harness.trace import Trace, read_trace, write_trace
-from statemeta.serve import ConcurrentServer
 
 SERVE = f"{sys.executable} -m statemeta.serve"
 RUN = ["--concurrent", "3", "--steps", "20", "--seed", "0"]

@@ -25,7 +25,7 @@ from statemeta.harness.subprocess_adapter import SubprocessAdapter
 # (when it starts). It ignores EOF on its stdin (it sleeps after it) and ignores SIGTERM.
 _IMPLEMENTATION = """\
 import json, os, signal, subprocess, sys, time
-from statemeta.serve import Server
+from statemeta.harness.serve import Server
 from statemeta.harness.reference import ReferenceAdapter
 
 def record(name, pid):

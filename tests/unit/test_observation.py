@@ -23,10 +23,10 @@ from statemeta.harness.normalize import meta_view_json
 from statemeta.harness.observation import VIEW_KEYS, Observation, declared
 from statemeta.harness.operations import LEVELS, OP_SPECS, Op
 from statemeta.harness.reference import ReferenceAdapter
+from statemeta.harness.serve import Server
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
 from statemeta.harness.trace import replay
 from statemeta.invariants import VIEW_INVARIANTS
-from statemeta.serve import Server
 
 SERVE = f"{sys.executable} -m statemeta.serve"
 RUN = ["--examples", "60", "--steps", "40", "--seed", "0"]

@@ -9,11 +9,13 @@ import sys
 
 import pytest
 
+import statemeta.harness.serve as harness_serve
+import statemeta.serve as entry
 from statemeta.harness.operations import TASK_POOL, Op
 from statemeta.harness.reference import ReferenceAdapter
+from statemeta.harness.serve import ERROR_CODES, PROTOCOL_DOC, Server, refresh_protocol_doc
 from statemeta.harness.subprocess_adapter import SubprocessAdapter, pool_json
 from statemeta.harness.variants import VARIANTS
-from statemeta.serve import ERROR_CODES, PROTOCOL_DOC, Server, refresh_protocol_doc
 
 SESSION = (
     Op.of("register", task="s1"),
@@ -163,3 +165,9 @@ def test_stop_ends_the_instance() -> None:
     assert server.respond(_request(2, "view"))["result"]["tasks"][0]["slot"] == TASK_POOL[0].name
     assert server.respond(_request(3, "stop")) == {"id": 3, "result": None}
     assert server.respond(_request(4, "view"))["error"]["code"] == "not_started"
+
+
+def test_the_entry_module_runs_and_re_exports_the_harness_server() -> None:
+    """``python -m statemeta.serve`` and ``from statemeta.serve import X`` stay public."""
+    assert entry.__all__ == harness_serve.__all__
+    assert all(getattr(entry, n) is getattr(harness_serve, n) for n in harness_serve.__all__)

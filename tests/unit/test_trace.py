@@ -11,6 +11,8 @@ import attrs
 import pytest
 
 from statemeta.errors import SutAborted, SutError, TraceFormatError
+from statemeta.explore import search
+from statemeta.harness import failure, machine
 from statemeta.harness.catalogue import Mask
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import ReferenceAdapter
@@ -68,6 +70,25 @@ def test_a_trace_survives_the_json_round_trip(tmp_path: Path) -> None:
         "reference": {"ok": True},
         "sut": {"ok": True},
     }
+
+
+OLD_TRACES = sorted((Path(__file__).parent / "traces").glob("*.json"))
+"""Traces written before the harness and the explorer shared one Step and one Failure type
+(statemeta.harness.failure): by ``check --keep-going`` (masks, ``at``) and by ``explore``."""
+
+
+@pytest.mark.parametrize("old", OLD_TRACES, ids=lambda p: p.stem)
+def test_an_old_trace_reads_and_writes_back_byte_for_byte(old: Path, tmp_path: Path) -> None:
+    path = tmp_path / old.name
+    write_trace(read_trace(old), path)
+    assert path.read_bytes() == old.read_bytes()
+
+
+def test_the_harness_and_the_explorer_share_one_step_and_one_failure_type() -> None:
+    assert machine.Step is TraceStep is search.Step is failure.Step
+    assert Failure is failure.Failure
+    assert attrs.fields(search.Counterexample).failure.type in (failure.Failure, "Failure")
+    assert isinstance(machine.Divergence("result", "d", "result").failure, failure.Failure)
 
 
 def test_a_keep_going_trace_keeps_its_masks_and_place(tmp_path: Path) -> None:
