@@ -15,7 +15,8 @@ from statemeta.cli_args import output_file
 __all__ = ["BENCHMARKS", "COMMANDS", "configure_bench", "run_bench"]
 
 BENCHMARKS = (
-    "lifecycle", "codec", "store", "meta", "harness", "memory", "explore", "linearizability"
+    "lifecycle", "codec", "store", "meta", "harness", "memory", "explore", "linearizability",
+    "coverage",
 )
 """The benchmark modules (benchmarks/bench_<name>.py), in the order they run."""
 

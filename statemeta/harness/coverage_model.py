@@ -25,7 +25,7 @@ import attrs
 
 from statemeta.codec import decode_hb
 from statemeta.harness.normalize import Json
-from statemeta.harness.operations import OP_SPECS, REOPENS, Op, task_slot
+from statemeta.harness.operations import OP_SPECS, Op, task_slot
 from statemeta.lifecycle import LIFECYCLE_ROWS, TaskLifecycle
 from statemeta.meta.state import MetaState, TimerKind
 from statemeta.roles import ROLE_ROWS, RoleEvent
@@ -34,6 +34,7 @@ from statemeta.tables import Role, RoleRow, TransitionRow
 
 __all__ = [
     "FAMILIES",
+    "LISTED_FAMILIES",
     "ROLE_CLASSES",
     "ROW_CLASSES",
     "UNMAPPED",
@@ -54,16 +55,11 @@ UNMAPPED = "unmapped"
 
 _ALL_OPS = frozenset(OP_SPECS)
 _OUTCOME_OPS = frozenset(n for n, s in OP_SPECS.items() if s.outcome)
-_LOAD_OPS = frozenset({"load_all"}) | REOPENS
-_SENDERS = frozenset({"advance_clock", "update_stage_role", "stop_all"})
-"""The operations that can hand a heartbeat to the transport."""
-_ROUND_OPS = frozenset({
-    "start_all", "start_one", "report_launch", "complete_event", "handle_event",
-    "unregister", "advance_clock", "clear", "reset_start_info",
-})
-"""The operations that can complete or supersede a start round."""
-_FAULTED_OPS = frozenset(n for n, s in OP_SPECS.items() if s.level >= 2) - REOPENS - {"fail_next"}
-"""The operations an armed store fault can hit (a reopen drops the plan: no class)."""
+
+
+def _listing(family: str) -> frozenset[str]:
+    """The operations whose row lists ``family`` in its coverage column."""
+    return frozenset(n for n, s in OP_SPECS.items() if family in s.coverage)
 
 
 @attrs.frozen
@@ -84,28 +80,32 @@ FAMILIES: tuple[Family, ...] = (
     Family("result", _ALL_OPS - _OUTCOME_OPS, "any other operation's result kind (true/false, "
            "a step name, empty/some, 0/1+, or its error class), by the named task's status "
            "before (unmapped: not in the map)"),
-    Family("refs", frozenset({"acquire", "release"}), "acquire and release by the task's "
+    Family("refs", _listing("refs"), "acquire and release by the task's "
            "reference count before: 0 (not mapped), 1, 2, 3+"),
-    Family("heartbeat", _SENDERS, "a heartbeat handed to the transport, by the operation and "
-           "its shape: empty or with entries (one, several), an active or failed checkpoint, "
-           "update nodes (duplicated), sent before close (stop_all); by the chain's tick "
-           "counter before the call (0, 1, 2, 3+: when the next heartbeat goes)"),
-    Family("load", _LOAD_OPS, "a load report by shape: loaded none/one/several (out of id "
+    Family("heartbeat", _listing("heartbeat"), "a heartbeat handed to the transport, by the "
+           "operation and its shape: empty or with entries (one, several), an active or "
+           "failed checkpoint, update nodes (duplicated), sent before close (stop_all); by the "
+           "chain's tick counter before the call (0, 1, 2, 3+: when the next heartbeat goes)"),
+    Family("load", _listing("load"), "a load report by shape: loaded none/one/several (out of id "
            "order: key byte order is not numeric order), removed, duplicates, undecodable, "
            "cleared"),
-    Family("start", frozenset({"start_all", "start_one"}), "a start step by kind (started, "
+    Family("start", _listing("start"), "a start step by kind (started, "
            "ready, failed, skipped), and start_all over no task"),
-    Family("round", _ROUND_OPS, "a start round completed (by results, by a removal, at once "
+    Family("round", _listing("round"), "a start round completed (by results, by a removal, at once "
            "when empty; with tasks mapped that are not its members or not) or superseded, by "
            "the operation that did it"),
-    Family("fault", _FAULTED_OPS, "an armed store fault (begin, put, delete, commit) hitting "
-           "an operation"),
-    Family("reopen", REOPENS, "a close or crash and reopen, with or without uncommitted "
+    Family("fault", _listing("fault"), "an armed store fault (begin, put, delete, commit) "
+           "hitting an operation that writes"),
+    Family("reopen", _listing("reopen"), "a close or crash and reopen, with or without uncommitted "
            "writes, with or without a record persisted as DROPPING"),
-    Family("timer", frozenset({"advance_clock"}), "timers firing, by kind: heartbeat, trigger, "
+    Family("timer", _listing("timer"), "timers firing, by kind: heartbeat, trigger, "
            "task (with a removal pending or not), launch"),
 )
 _FAMILY = {f.name: f for f in FAMILIES}
+LISTED_FAMILIES = frozenset(f.name for f in FAMILIES[4:])
+"""The families an operation's coverage column names (the first four follow from the table
+and its outcome column)."""
+_OPS = {f.name: f.ops for f in FAMILIES}
 
 
 def family_of(cls: str) -> Family:
@@ -257,34 +257,35 @@ def classify(
                    + f":waiting={'+'.join(before.waiting) or 'none'}")
     else:
         out.append(f"result:{name}:{kind}{where}")
-    if name in ("acquire", "release"):
+    if name in _OPS["refs"]:
         out.append(f"refs:{name}:{_bucket(before.refs, 3)}")
     ticks = _bucket(before.ticks, 3)
     for payload in _strings(result.get("heartbeats")):
         out += [f"heartbeat:{name}:{shape}:ticks={ticks}" for shape in _heartbeat_shapes(payload)]
-    if name in _LOAD_OPS and isinstance(value, dict):
+    if name in _OPS["load"] and isinstance(value, dict):
         out += [f"load:{name}:{shape}" for shape in _load_shapes(value)]
-    if name == "start_all" and isinstance(value, list):
-        out += [f"start:{name}:{step}" for step in dict.fromkeys(_steps(value))]
-        if not value:
-            out.append(f"start:{name}:no-task")
-    elif name == "start_one" and isinstance(value, str):
-        out.append(f"start:{name}:{value}")
-    if name in _ROUND_OPS:
+    if name in _OPS["start"]:
+        if isinstance(value, list):  # start_all: each task's step
+            out += [f"start:{name}:{step}" for step in dict.fromkeys(_steps(value))]
+            if not value:
+                out.append(f"start:{name}:no-task")
+        elif isinstance(value, str):  # start_one
+            out.append(f"start:{name}:{value}")
+    if name in _OPS["round"]:
         if rounds[0] > before.rounds[0]:
             out.append(f"round:{name}:completed" + (":outsiders" if before.outsiders else ""))
         if rounds[1] > before.rounds[1]:
             out.append(f"round:{name}:superseded")
-    if name in _FAULTED_OPS and before.faults:
+    if name in _OPS["fault"] and before.faults:
         for fault_op, was, now in zip(FAULT_OPS, before.faults, faults, strict=False):
             if now < was:
                 out.append(f"fault:{fault_op}:{name}")
-    if name in REOPENS:
+    if name in _OPS["reopen"]:
         out.append(
             f"reopen:{name}:{'uncommitted' if before.uncommitted else 'committed'}:"
             f"{'dropping' if before.dropping_record else 'no-dropping'}"
         )
-    for timer in before.firing:
+    for timer in before.firing if name in _OPS["timer"] else ():
         if timer == TimerKind.TASK.value and before.drop_pending:
             out.append(f"timer:{timer}:drop-pending")
         else:

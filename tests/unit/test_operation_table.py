@@ -15,6 +15,7 @@ from statemeta.errors import MisuseError
 from statemeta.explore.bounds import BUDGETED, Bounds
 from statemeta.harness import generation
 from statemeta.harness.concurrent_run import CONTENDED
+from statemeta.harness.coverage_model import LISTED_FAMILIES
 from statemeta.harness.operations import (
     DOMAINS,
     LEVELS,
@@ -84,6 +85,8 @@ COLUMNS: dict[str, Callable[[OpSpec], bool]] = {
     "concurrent_weight": lambda s: _is_weight(s.concurrent_weight),
     "client_handles": lambda s: _is_bool(s.client_handles)
     and (not s.client_handles or "task" in {p.name for p in s.params}),
+    "coverage": lambda s: isinstance(s.coverage, tuple)
+    and len(set(s.coverage)) == len(s.coverage) and set(s.coverage) <= LISTED_FAMILIES,
 }
 """What a valid value of each column is."""
 
@@ -102,6 +105,7 @@ BROKEN: dict[str, object] = {
     "reopens": None,
     "concurrent_weight": 0,
     "client_handles": None,
+    "coverage": ("row",),
 }
 """A value each column's check must refuse."""
 
