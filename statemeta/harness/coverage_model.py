@@ -41,6 +41,7 @@ __all__ = [
     "Before",
     "Family",
     "classify",
+    "families_table",
     "family_of",
     "lifecycle_before",
     "meta_before",
@@ -106,6 +107,16 @@ LISTED_FAMILIES = frozenset(f.name for f in FAMILIES[4:])
 """The families an operation's coverage column names (the first four follow from the table
 and its outcome column)."""
 _OPS = {f.name: f.ops for f in FAMILIES}
+
+
+def families_table() -> str:
+    """The families as the Markdown table docs/coverage.md shows (a test keeps it in step)."""
+    lines = ["| family | operations | what a class distinguishes |", "|---|---|---|"]
+    for f in FAMILIES:
+        ops = "every operation" if f.ops == _ALL_OPS else ", ".join(
+            f"`{n}`" for n in OP_SPECS if n in f.ops)
+        lines.append(f"| `{f.name}` | {ops} | {f.doc} |")
+    return "\n".join(lines) + "\n"
 
 
 def family_of(cls: str) -> Family:

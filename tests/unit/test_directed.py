@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 from collections import Counter
+from pathlib import Path
 
 import attrs
 import pytest
@@ -24,7 +26,13 @@ from statemeta.cli import main
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.search import explore
 from statemeta.harness.cli_check import check_settings, run_check, unchecked_reference
-from statemeta.harness.coverage_model import FAMILIES, ROLE_CLASSES, ROW_CLASSES, family_of
+from statemeta.harness.coverage_model import (
+    FAMILIES,
+    ROLE_CLASSES,
+    ROW_CLASSES,
+    families_table,
+    family_of,
+)
 from statemeta.harness.directed import (
     CORPUS_BOUNDS,
     build_corpus,
@@ -64,6 +72,18 @@ def test_each_class_is_shown_only_by_operations_whose_row_lists_its_family(
         if family.name in ("row", "role"):
             continue
         assert path[-1].name in family.ops, (cls, path[-1])
+
+
+def test_the_coverage_page_shows_the_families_and_the_corpus_as_they_are() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "coverage.md").read_text()
+    (section,) = re.findall(
+        r"<!-- coverage:families -->\n(.*?)<!-- /coverage:families -->", doc, re.S)
+    assert section == families_table()
+    for level in LEVELS:
+        for semantics in Semantics:
+            corpus = load_corpus(level, semantics)
+            row = f"| {level} | {semantics.value} | {len(corpus.paths)} | {len(corpus.runs())} |"
+            assert row in doc, row
 
 
 def test_the_row_classes_are_the_spec_tables() -> None:
