@@ -7,6 +7,7 @@ from typing import Any
 
 from statemeta import invariants
 from statemeta.explore.search import Exploration, Violation
+from statemeta.explore.state import FINGERPRINT_BITS, collision_probability
 from statemeta.lifecycle import LIFECYCLE_ROWS
 from statemeta.roles import ROLE_ROWS
 from statemeta.tables import Role
@@ -72,6 +73,8 @@ def report(result: Exploration) -> dict[str, Any]:
         "states": stats.states,
         "transitions": stats.transitions,
         "mirrored_transitions": stats.mirrored,
+        "fingerprint_bits": FINGERPRINT_BITS,
+        "collision_probability": collision_probability(stats.states),
         "workers": result.workers,
         "cluster": result.cluster,
         "depth": stats.depth,
@@ -126,6 +129,8 @@ def format_report(doc: dict[str, Any]) -> str:
         f"transitions not run as mirrors of symmetric ones: {doc['mirrored_transitions']}; "
         f"worker processes: {doc['workers']}"
         + (f" (on the cluster at {doc['cluster']})" if doc["cluster"] else ""),
+        f"seen set: {doc['fingerprint_bits']}-bit fingerprints (probability that two states "
+        f"shared one: {doc['collision_probability']:.1e})",
         f"bounds: {doc['bounds']}",
         f"invariants checked in every state: {len(doc['invariants'])} "
         f"({', '.join(doc['invariants'])})",

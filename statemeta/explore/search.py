@@ -47,7 +47,7 @@ import attrs
 from statemeta.codec import decode_task, decode_task_key
 from statemeta.errors import InvariantViolation, StatemetaError
 from statemeta.explore.bounds import BUDGETED, Bounds
-from statemeta.explore.state import StateAbstraction
+from statemeta.explore.state import Fingerprint, StateAbstraction, fingerprint
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import REOPENS, Op, slot_of
 from statemeta.harness.reference import Coverage, ReferenceAdapter
@@ -202,6 +202,9 @@ class _Found:
         return _Failure(self.kind, self.detail, self.invariant)
 
 
+Parents = dict[Fingerprint, tuple[Fingerprint, Op] | None]
+"""The seen set: each state found, by its key's fingerprint, with its parent's and the
+operation that found it (a path is read back through it)."""
 System = list["ForkableReference"]
 """The reference, and the variant when one is explored."""
 _Alphabet = list[tuple[Op, str | None, str | None, bool]]
@@ -214,6 +217,7 @@ class _Visit:
     """A state to expand."""
 
     key: Hashable
+    fingerprint: Fingerprint
     left: Budgets
     """The budgets left."""
     twins: frozenset[str]
@@ -229,6 +233,7 @@ class _Child:
     """Its parent's place in the frontier."""
     op_index: int
     key: Hashable
+    fingerprint: Fingerprint
     left: Budgets
     twins: frozenset[str]
     system: System | None
@@ -261,7 +266,7 @@ class _Level:
     root: System
     """The empty meta's adapters (a rebuilt path starts from a fork of them)."""
     coverage: Coverage
-    parents: dict[Hashable, tuple[Hashable, Op] | None]
+    parents: Parents
     frontier: list[_Visit]
     keep_systems: bool
     """The level is not the last: its children are expanded next (in this process, on the
@@ -308,10 +313,11 @@ def explore(
     coverage = root[0].coverage
     budgets = bounds.budgets()
     root_key, root_twins = _key(abstraction, root, budgets)
-    parents: dict[Hashable, tuple[Hashable, Op] | None] = {root_key: None}
-    has_child: set[Hashable] = set()
+    root_print = fingerprint(root_key)
+    parents: Parents = {root_print: None}
+    has_child: set[Fingerprint] = set()
     stats = Stats()
-    frontier = [_Visit(root_key, budgets, root_twins, root)]
+    frontier = [_Visit(root_key, root_print, budgets, root_twins, root)]
     violations: dict[tuple[str, str], Violation] = {}
     """By the replay's (invariant, operation)."""
     met: set[tuple[str, str]] = set()
@@ -350,14 +356,16 @@ def explore(
             coverage.role_rows.update(expansion.role_rows)
             abstraction.statuses |= expansion.statuses
             for child in expansion.found:  # a failing expansion found nothing after it
-                if child.key in parents:
+                if child.fingerprint in parents:
                     continue  # an earlier run of the frontier found it
-                parent = frontier[child.position].key
-                parents[child.key] = (parent, alphabet[child.op_index][0])
+                parent = frontier[child.position].fingerprint
+                parents[child.fingerprint] = (parent, alphabet[child.op_index][0])
                 has_child.add(parent)
                 new_states += 1
                 if level.keep_systems:
-                    next_frontier.append(_Visit(child.key, child.left, child.twins, child.system))
+                    next_frontier.append(_Visit(
+                        child.key, child.fingerprint, child.left, child.twins, child.system
+                    ))
         stats.states += new_states
         stats.per_depth.append(new_states)
         for failure_found in failures[:1] if first is not None else failures:
@@ -365,7 +373,7 @@ def explore(
             if (failure_found.invariant, op.name) in met:
                 continue  # a shortest trace of it is already kept
             met.add((failure_found.invariant, op.name))
-            path = [*_path(parents, frontier[failure_found.position].key), op]
+            path = [*_path(parents, frontier[failure_found.position].fingerprint), op]
             violation = _violation(start, path, failure_found.failure())
             violations.setdefault((violation.invariant, violation.operation), violation)
         if first is not None:
@@ -469,7 +477,7 @@ def _expand_run(run: tuple[int, int]) -> _Expansion:
     return _expand_counted(_LEVEL, range(*run), set())
 
 
-def _expand_counted(level: _Level, positions: range, seen: set[Hashable]) -> _Expansion:
+def _expand_counted(level: _Level, positions: range, seen: set[Fingerprint]) -> _Expansion:
     """In a worker: rebuild the states at ``positions`` from their paths, expand them, and
     report the coverage and statuses the expansion added."""
     coverage = level.coverage
@@ -491,20 +499,25 @@ def _expand_on_cluster(level: _Level, context: _Context, cluster: Executor) -> l
     """The level on a cluster: its frontier partitioned by state fingerprint (each state's
     partition is its key's hash modulo their number), each partition shipped as its states'
     positions and paths; each state comes back as its own expansion, so that the merge keeps
-    the serial order whatever the partition."""
+    the serial order whatever the partition. A worker's keys are adopted into this process's
+    form, and fingerprinted here."""
     parts = cluster.workers * _CHUNKS_PER_WORKER
     partitions: list[list[_Shipped]] = [[] for _ in range(parts)]
     for position, visit in enumerate(level.frontier):
-        path = tuple(_path(level.parents, visit.key))
-        partitions[hash(visit.key) % parts].append((position, path, visit.left))
+        path = tuple(_path(level.parents, visit.fingerprint))
+        partitions[visit.fingerprint % parts].append((position, path, visit.left))
     expand = functools.partial(_expand_partition, context)
     found = cluster.map(expand, [p for p in partitions if p])
     adopt = functools.partial(_adopt, level.abstraction, len(level.root) > 1)
     return sorted(
-        (attrs.evolve(e, found=[attrs.evolve(c, key=adopt(c.key)) for c in e.found])
+        (attrs.evolve(e, found=[_adopted(c, adopt(c.key)) for c in e.found])
          for expansions in found for e in expansions),
         key=lambda e: e.start,
     )
+
+
+def _adopted(child: _Child, key: Hashable) -> _Child:
+    return attrs.evolve(child, key=key, fingerprint=fingerprint(key))
 
 
 def _adopt(abstraction: StateAbstraction, pair: bool, key: Hashable) -> Hashable:
@@ -532,12 +545,12 @@ def _expand_partition(context: _Context, partition: list[_Shipped]) -> list[_Exp
     abstraction, alphabet, root = setups[context]
     level = _Level(abstraction, alphabet, root, root[0].coverage, {}, [],
                    keep_systems=False, all_violations=context.all_violations)
-    seen: set[Hashable] = set()
+    seen: set[Fingerprint] = set()
     out: list[_Expansion] = []
     for position, path, left in partition:
         system = _replay(level, path)
         key, twins = _key(abstraction, system, left)
-        level.frontier = [_Visit(key, left, twins, system)]
+        level.frontier = [_Visit(key, fingerprint(key), left, twins, system)]
         expansion = _expand_counted(level, range(1), seen)
         out.append(attrs.evolve(
             expansion,
@@ -552,7 +565,7 @@ def _expand_partition(context: _Context, partition: list[_Shipped]) -> list[_Exp
 
 def _rebuild(level: _Level, visit: _Visit) -> System:
     """The adapters of a state found by a worker."""
-    return _replay(level, _path(level.parents, visit.key))
+    return _replay(level, _path(level.parents, visit.fingerprint))
 
 
 def _replay(level: _Level, path: Iterable[Op]) -> System:
@@ -573,7 +586,7 @@ def _expand(
     tick: Callable[[_Expansion], None] | None,
     *,
     keep_systems: bool,
-    seen: set[Hashable] | None = None,
+    seen: set[Fingerprint] | None = None,
 ) -> _Expansion:
     """Every operation from each state at ``positions``, in order, each on a fork of it; the
     successors no earlier level had, each checked once; stops at the first failure (with
@@ -612,7 +625,8 @@ def _expand(
             child, twins = _key(abstraction, work, child_left)
             if child == visit.key:
                 continue  # the same state: keep the fork for the next operation
-            if child not in parents and child not in seen:
+            child_print = fingerprint(child)
+            if child_print not in parents and child_print not in seen:
                 try:
                     _check_state(work)
                 except _Failure as failure:
@@ -621,9 +635,9 @@ def _expand(
                         return expansion
                     work = None  # the failing state is dropped (met again, it fails again)
                     continue
-                seen.add(child)
+                seen.add(child_print)
                 expansion.found.append(_Child(
-                    position, op_index, child, child_left, twins,
+                    position, op_index, child, child_print, child_left, twins,
                     work if keep_systems else None,
                 ))
             work = None
@@ -777,13 +791,13 @@ def _loads(key: bytes, value: bytes) -> bool:
     return True
 
 
-def _path(parents: dict[Hashable, tuple[Hashable, Op] | None], key: Hashable) -> list[Op]:
+def _path(parents: Parents, state: Fingerprint) -> list[Op]:
     ops: list[Op] = []
-    link = parents[key]
+    link = parents[state]
     while link is not None:
-        key, op = link
+        state, op = link
         ops.append(op)
-        link = parents[key]
+        link = parents[state]
     ops.reverse()
     return ops
 

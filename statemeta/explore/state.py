@@ -30,6 +30,9 @@ order of the slots' keys (load order); see docs/formal-checking.md.
 
 from __future__ import annotations
 
+import hashlib
+import io
+import pickle
 from collections.abc import Hashable, Sequence
 from typing import Any, cast
 
@@ -56,6 +59,9 @@ from statemeta.meta.state import ArmedTimer, HeartbeatState, Schedule
 from statemeta.store import FaultyStore, MemoryStore
 
 StateKey = Hashable
+Fingerprint = int
+FINGERPRINT_BITS = 64
+"""The seen set keeps each state's fingerprint, not its key (TLC's approach)."""
 
 _NO_HANDLE = "none"
 _REMOVED = ("removed",)
@@ -129,10 +135,29 @@ class _Interner:
 
 
 def _content(record: StreamTask) -> str:
-    """A record's content id: its encoding, the same for equal records in every process (its
-    repr is not: an enum field shows as ``<TaskLevel.SOURCE: 1>`` in a record the reference
-    made and as ``1`` in one decoded from the store, and the two are equal)."""
-    return encode(record).hex()
+    """A record's content id: a 128-bit digest of its encoding, the same for equal records in
+    every process (its repr is not: an enum field shows as ``<TaskLevel.SOURCE: 1>`` in a
+    record the reference made and as ``1`` in one decoded from the store, and the two are
+    equal). The encoding itself (about 1 KB) made keys slow to fingerprint and to ship."""
+    return hashlib.blake2b(encode(record), digest_size=16).hexdigest()
+
+
+def fingerprint(key: StateKey) -> Fingerprint:
+    """A ``FINGERPRINT_BITS``-bit fingerprint of a key: blake2b of its pickle. The pickler
+    keeps no memo, so the bytes are a function of the key's value, not of which of its parts
+    happen to be one object; a key holds tuples, strings, ints, bools, None and enums only.
+    Keys of two processes fingerprint alike once in one canonical form (``adopt``)."""
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=5)
+    pickler.fast = True  # no memo
+    pickler.dump(key)
+    return int.from_bytes(hashlib.blake2b(out.getvalue(), digest_size=8).digest(), "big")
+
+
+def collision_probability(states: int) -> float:
+    """The chance that two of ``states`` distinct states share a fingerprint (one is then
+    taken for the other and not explored), fingerprints taken as uniform: n(n-1)/2^(b+1)."""
+    return states * (states - 1) / 2.0 ** (FINGERPRINT_BITS + 1)
 
 
 class StateAbstraction:
