@@ -47,7 +47,13 @@ import attrs
 from statemeta.codec import decode_task, decode_task_key
 from statemeta.errors import InvariantViolation, StatemetaError
 from statemeta.explore.bounds import BUDGETED, Bounds
-from statemeta.explore.state import Fingerprint, StateAbstraction, fingerprint
+from statemeta.explore.state import (
+    Fingerprint,
+    Parts,
+    StateAbstraction,
+    fingerprint,
+    related_slots,
+)
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import REOPENS, Op, slot_of
 from statemeta.harness.reference import Coverage, ReferenceAdapter
@@ -97,6 +103,10 @@ class Stats:
     """Transitions not run because they mirror one that was: the operation names a twin slot
     (interchangeable with an earlier slot of its class, and in the same state), so its
     successor is a relabelling of the earlier slot's (docs/formal-checking.md)."""
+    slept: int = 0
+    """Transitions not run by the partial-order reduction: the operation is in the state's
+    sleep set (it commutes with the path's last operation, and its successor is reached the
+    other way round: docs/formal-checking.md)."""
 
     @property
     def states_per_second(self) -> float:
@@ -177,6 +187,8 @@ class Exploration:
     """Each distinct failure, in the order found (shortest first); without all_violations,
     the one that stopped the search."""
     all_violations: bool = False
+    partial_order: bool = False
+    """Sleep sets were on: ``stats.slept`` transitions were not run."""
 
 
 class _Failure(Exception):
@@ -223,6 +235,8 @@ class _Visit:
     twins: frozenset[str]
     system: System | None
     """Its adapters; None after a parallel level (a worker rebuilds them from the path)."""
+    sleep: frozenset[int] = frozenset()
+    """With partial-order reduction: the operations (alphabet indices) not run from it."""
 
 
 @attrs.frozen
@@ -237,6 +251,7 @@ class _Child:
     left: Budgets
     twins: frozenset[str]
     system: System | None
+    sleep: frozenset[int] = frozenset()
 
 
 @attrs.define
@@ -250,6 +265,10 @@ class _Expansion:
     """The failures met, in order; without all_violations the expansion stops at the first."""
     transitions: int = 0
     mirrored: int = 0
+    slept: int = 0
+    again: list[Hashable] = attrs.field(factory=list)
+    """The keys of successors of this level that it met again after finding them (with
+    partial-order reduction, such a state is expanded with no sleep set)."""
     lifecycle_rows: Counter[TransitionRow] = attrs.field(factory=Counter)
     """A worker's coverage and statuses, which the parent adds to its own."""
     role_rows: Counter[tuple[Role, RoleEvent, Role]] = attrs.field(factory=Counter)
@@ -273,6 +292,11 @@ class _Level:
     adapters found; after a parallel level, on adapters rebuilt from their paths)."""
     all_violations: bool = False
     """Go on past a failure (the failing state is dropped)."""
+    partial_order: bool = False
+    """Sleep sets over operations on unrelated slots that change only their own slot."""
+    slot_index: dict[str, int] = attrs.field(factory=dict)
+    """Each slot's place in the key's parts."""
+    related: dict[str, frozenset[str]] = attrs.field(factory=dict)
 
 
 PARALLEL_MIN_STATES = 64
@@ -293,6 +317,7 @@ def explore(
     semantics: Semantics | str = Semantics.INTENDED,
     all_violations: bool = False,
     cluster: Executor | None = None,
+    partial_order: bool = False,
 ) -> Exploration:
     """Visit every state reachable within ``bounds`` of the reference in ``semantics`` (and
     of ``variant`` in it); stop at the first failure, or with ``all_violations`` collect the
@@ -302,12 +327,16 @@ def explore(
     of the frontier; the parent merges what they found in the serial order, so the states,
     the paths, the counterexample and the report are the serial search's. Workers are forked
     (the ``fork`` start method: not on Windows). With ``cluster`` the large levels are expanded
-    there instead, by the same function (``_expand_partition``), with the same result."""
+    there instead, by the same function (``_expand_partition``), with the same result.
+
+    With ``partial_order`` an operation is not run from a state where it commutes with the
+    last operation of the state's path and was run before it (sleep sets): the same states,
+    fewer transitions (docs/formal-checking.md)."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     started = time.perf_counter()
     semantics = Semantics.of(semantics)
-    context = _Context(bounds, variant, semantics, symmetry, all_violations)
+    context = _Context(bounds, variant, semantics, symmetry, all_violations, partial_order)
     abstraction, alphabet, root = _setup(context)
     start = functools.partial(_start, bounds.level, variant, semantics)
     coverage = root[0].coverage
@@ -331,10 +360,8 @@ def explore(
         stopped = not all_violations
         frontier = []
     for depth in range(bounds.max_depth):
-        level = _Level(
-            abstraction, alphabet, root, coverage, parents, frontier,
-            keep_systems=depth + 1 < bounds.max_depth, all_violations=all_violations,
-        )
+        level = _level(context, (abstraction, alphabet, root), parents, frontier,
+                       keep_systems=depth + 1 < bounds.max_depth)
         if len(frontier) < PARALLEL_MIN_STATES:
             expansions = [_expand_here(level, stats, started, progress)]
         elif cluster is not None:
@@ -346,26 +373,34 @@ def explore(
         failures = [f for e in expansions for f in e.failures]  # in the serial order
         first = failures[0] if failures and not all_violations else None
         next_frontier: list[_Visit] = []
+        found_here: dict[Fingerprint, int] = {}
+        """This level's new states, by their place in the next frontier."""
         new_states = 0
         for expansion in expansions:
             if first is not None and expansion.start > first.position:
                 break  # the serial search stops at the failure: it never gets here
             stats.transitions += expansion.transitions
             stats.mirrored += expansion.mirrored
+            stats.slept += expansion.slept
             coverage.lifecycle_rows.update(expansion.lifecycle_rows)
             coverage.role_rows.update(expansion.role_rows)
             abstraction.statuses |= expansion.statuses
             for child in expansion.found:  # a failing expansion found nothing after it
                 if child.fingerprint in parents:
+                    _wake(next_frontier, found_here.get(child.fingerprint))
                     continue  # an earlier run of the frontier found it
                 parent = frontier[child.position].fingerprint
                 parents[child.fingerprint] = (parent, alphabet[child.op_index][0])
                 has_child.add(parent)
                 new_states += 1
                 if level.keep_systems:
+                    found_here[child.fingerprint] = len(next_frontier)
                     next_frontier.append(_Visit(
-                        child.key, child.fingerprint, child.left, child.twins, child.system
+                        child.key, child.fingerprint, child.left, child.twins, child.system,
+                        child.sleep,
                     ))
+            for again in expansion.again:
+                _wake(next_frontier, found_here.get(fingerprint(again)))
         stats.states += new_states
         stats.per_depth.append(new_states)
         for failure_found in failures[:1] if first is not None else failures:
@@ -408,6 +443,7 @@ def explore(
         semantics=semantics,
         violations=found,
         all_violations=all_violations,
+        partial_order=partial_order,
     )
 
 
@@ -421,6 +457,33 @@ class _Context:
     semantics: Semantics
     symmetry: bool
     all_violations: bool
+    partial_order: bool = False
+
+
+def _level(
+    context: _Context,
+    setup: tuple[StateAbstraction, _Alphabet, System],
+    parents: Parents,
+    frontier: list[_Visit],
+    *,
+    keep_systems: bool,
+) -> _Level:
+    abstraction, alphabet, root = setup
+    slots = context.bounds.slots
+    return _Level(
+        abstraction, alphabet, root, root[0].coverage, parents, frontier,
+        keep_systems=keep_systems, all_violations=context.all_violations,
+        partial_order=context.partial_order,
+        slot_index={s.name: i for i, s in enumerate(slots)}, related=related_slots(slots),
+    )
+
+
+def _wake(frontier: list[_Visit], place: int | None) -> None:
+    """A state of the next level met again on another path: expanded with no sleep set (a
+    sleep set holds only for the one path it was made on; the paths may label the
+    interchangeable slots differently, so the sets are not intersected)."""
+    if place is not None and frontier[place].sleep:
+        frontier[place] = attrs.evolve(frontier[place], sleep=frozenset())
 
 
 def _setup(context: _Context) -> tuple[StateAbstraction, _Alphabet, System]:
@@ -491,8 +554,9 @@ def _expand_counted(level: _Level, positions: range, seen: set[Fingerprint]) -> 
     return expansion
 
 
-_Shipped = tuple[int, tuple[Op, ...], Budgets]
-"""A state of the frontier as a cluster's worker receives it: position, path, budgets left."""
+_Shipped = tuple[int, tuple[Op, ...], Budgets, frozenset[int]]
+"""A state of the frontier as a cluster's worker receives it: position, path, budgets left,
+sleep set."""
 
 
 def _expand_on_cluster(level: _Level, context: _Context, cluster: Executor) -> list[_Expansion]:
@@ -505,12 +569,13 @@ def _expand_on_cluster(level: _Level, context: _Context, cluster: Executor) -> l
     partitions: list[list[_Shipped]] = [[] for _ in range(parts)]
     for position, visit in enumerate(level.frontier):
         path = tuple(_path(level.parents, visit.fingerprint))
-        partitions[visit.fingerprint % parts].append((position, path, visit.left))
+        partitions[visit.fingerprint % parts].append((position, path, visit.left, visit.sleep))
     expand = functools.partial(_expand_partition, context)
     found = cluster.map(expand, [p for p in partitions if p])
     adopt = functools.partial(_adopt, level.abstraction, len(level.root) > 1)
     return sorted(
-        (attrs.evolve(e, found=[_adopted(c, adopt(c.key)) for c in e.found])
+        (attrs.evolve(e, found=[_adopted(c, adopt(c.key)) for c in e.found],
+                      again=[adopt(k) for k in e.again])
          for expansions in found for e in expansions),
         key=lambda e: e.start,
     )
@@ -542,15 +607,14 @@ def _expand_partition(context: _Context, partition: list[_Shipped]) -> list[_Exp
     )
     if context not in setups:
         setups[context] = _setup(context)
-    abstraction, alphabet, root = setups[context]
-    level = _Level(abstraction, alphabet, root, root[0].coverage, {}, [],
-                   keep_systems=False, all_violations=context.all_violations)
+    abstraction = setups[context][0]
+    level = _level(context, setups[context], {}, [], keep_systems=False)
     seen: set[Fingerprint] = set()
     out: list[_Expansion] = []
-    for position, path, left in partition:
+    for position, path, left, sleep in partition:
         system = _replay(level, path)
         key, twins = _key(abstraction, system, left)
-        level.frontier = [_Visit(key, fingerprint(key), left, twins, system)]
+        level.frontier = [_Visit(key, fingerprint(key), left, twins, system, sleep)]
         expansion = _expand_counted(level, range(1), seen)
         out.append(attrs.evolve(
             expansion,
@@ -591,7 +655,11 @@ def _expand(
     """Every operation from each state at ``positions``, in order, each on a fork of it; the
     successors no earlier level had, each checked once; stops at the first failure (with
     all_violations: records it, drops the failing state and goes on). ``seen``: the
-    successors already found by the caller's earlier expansions."""
+    successors already found by the caller's earlier expansions.
+
+    With partial-order reduction, an operation in the state's sleep set is not run, and each
+    successor gets the sleep set of the operations that commute with the one that found it
+    (``_Sleep``)."""
     expansion = _Expansion(positions.start)
     seen = set() if seen is None else seen
     abstraction = level.abstraction
@@ -599,10 +667,14 @@ def _expand(
     for position in positions:
         visit = level.frontier[position]
         system = visit.system if visit.system is not None else _rebuild(level, visit)
+        sleep = _Sleep(level, visit, system) if level.partial_order else None
         work: System | None = None
         for op_index, (op, budget, slot, guarded) in enumerate(level.alphabet):
             if slot in visit.twins:
                 expansion.mirrored += 1
+                continue
+            if op_index in visit.sleep:
+                expansion.slept += 1
                 continue
             if guarded and system[0].precondition_broken(op) is not None:
                 continue  # the caller's contract: never sent
@@ -622,10 +694,23 @@ def _expand(
                 work = None  # the failing state is dropped
                 continue
             expansion.transitions += 1
-            child, twins = _key(abstraction, work, child_left)
+            if sleep is None:
+                child, twins = _key(abstraction, work, child_left)
+                local = False
+            else:
+                child, twins, parts = _key_parts(abstraction, work, child_left)
+                local = sleep.ran(slot, parts)
             if child == visit.key:
-                continue  # the same state: keep the fork for the next operation
+                if sleep is None:
+                    continue  # the same state: keep the fork for the next operation
+                if local:
+                    sleep.done(op_index)
+                if not sleep.unchanged:
+                    work = None  # a relabelling of it: the next operation runs on a fresh fork
+                continue
             child_print = fingerprint(child)
+            if child_print in seen and child_print not in parents:
+                expansion.again.append(child)
             if child_print not in parents and child_print not in seen:
                 try:
                     _check_state(work)
@@ -639,11 +724,59 @@ def _expand(
                 expansion.found.append(_Child(
                     position, op_index, child, child_print, child_left, twins,
                     work if keep_systems else None,
+                    sleep.after(slot) if sleep is not None and local else frozenset(),
                 ))
+            if local:
+                assert sleep is not None
+                sleep.done(op_index)
             work = None
         if tick is not None:
             tick(expansion)
     return expansion
+
+
+class _Sleep:
+    """The partial-order reduction's view of one state's expansion (sleep sets,
+    docs/formal-checking.md). An operation is *local* where it names a slot and changes no
+    part of the state but that slot's signature (nothing meta-wide, no budget, no other
+    slot), on every side. Two local operations on unrelated slots commute: each reads only
+    its own slot and the meta-wide state, which the other leaves as it is. A successor found
+    by a local operation ``b`` sleeps on every local operation run before ``b`` from this
+    state, and on every operation this state sleeps on, that names another slot than ``b``
+    and none related to it: its successor is reached the other way round."""
+
+    def __init__(self, level: _Level, visit: _Visit, system: System) -> None:
+        self._level = level
+        self._visit = visit
+        self._parts = _key_parts(level.abstraction, system, visit.left)[2]
+        self._done: list[tuple[int, str]] = [
+            (i, cast(str, level.alphabet[i][2])) for i in sorted(visit.sleep)
+        ]
+        self.unchanged = True
+        """The last operation left every part of the state as it was (not relabelled)."""
+
+    def ran(self, slot: str | None, parts: tuple[Parts, ...]) -> bool:
+        """Whether the operation just run, which led to ``parts``, was local."""
+        self.unchanged = parts == self._parts
+        if slot is None:
+            return False
+        place = self._level.slot_index[slot]
+        for (overall, sigs), (overall_now, sigs_now) in zip(self._parts, parts, strict=True):
+            if overall != overall_now:
+                return False
+            for i, (sig, sig_now) in enumerate(zip(sigs, sigs_now, strict=True)):
+                if i != place and sig != sig_now:
+                    return False
+        return True
+
+    def done(self, op_index: int) -> None:
+        self._done.append((op_index, cast(str, self._level.alphabet[op_index][2])))
+
+    def after(self, slot: str | None) -> frozenset[int]:
+        """The sleep set of the successor a local operation on ``slot`` found."""
+        assert slot is not None
+        related = self._level.related[slot]
+        return frozenset(i for i, other in self._done if other != slot and other not in related)
 
 
 class ForkableReference(ReferenceAdapter):
@@ -702,6 +835,17 @@ def _key(
         return key, twins
     variant_key, variant_twins = abstraction.key_and_twins(system[1], None)
     return (key, variant_key), twins & variant_twins
+
+
+def _key_parts(
+    abstraction: StateAbstraction, system: System, budgets: Budgets
+) -> tuple[Hashable, frozenset[str], tuple[Parts, ...]]:
+    """``_key``, and each side's parts (state.py ``key_parts``)."""
+    key, twins, parts = abstraction.key_parts(system[0], budgets)
+    if len(system) == 1:
+        return key, twins, (parts,)
+    variant_key, variant_twins, variant_parts = abstraction.key_parts(system[1], None)
+    return (key, variant_key), twins & variant_twins, (parts, variant_parts)
 
 
 def _task_slot(op: Op) -> str | None:
