@@ -709,7 +709,7 @@ def _expand(
                     work = None  # a relabelling of it: the next operation runs on a fresh fork
                 continue
             child_print = fingerprint(child)
-            if child_print in seen and child_print not in parents:
+            if sleep is not None and child_print in seen and child_print not in parents:
                 expansion.again.append(child)
             if child_print not in parents and child_print not in seen:
                 try:

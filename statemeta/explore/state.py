@@ -218,7 +218,7 @@ class StateAbstraction:
         """The key, and the twins: each slot whose signature equals that of an earlier slot of
         its class. Swapping the two leaves the state as it is, so an operation on the twin
         leads to a relabelling of what the same operation on the earlier slot leads to."""
-        key, twins, _parts = self.key_parts(adapter, extra)
+        key, twins, _parts = self._key(adapter, extra, parts=False)
         return key, twins
 
     def key_parts(
@@ -226,6 +226,14 @@ class StateAbstraction:
     ) -> tuple[StateKey, frozenset[str], Parts]:
         """The key, the twins, and the parts the key is made of before the relabelling (what
         partial-order reduction compares to see which slots an operation changed)."""
+        key, twins, parts = self._key(adapter, extra, parts=True)
+        assert parts is not None
+        return key, twins, parts
+
+    def _key(
+        self, adapter: ReferenceAdapter, extra: Hashable, *, parts: bool
+    ) -> tuple[StateKey, frozenset[str], Parts | None]:
+        """The key, the twins and (if asked) the parts."""
         meta = adapter.meta
         state = meta.state  # the meta's public state (statemeta.meta.state), read only
         store = adapter.store
@@ -342,6 +350,8 @@ class StateAbstraction:
                 if signatures[j] in signatures[:j]:
                     twins = twins | {self._names[members[j]]}
             classes.append(tuple(sorted(signatures, key=hash)))
+        if not parts:
+            return (overall, tuple(classes)), twins, None
         shared = (len(listed), *overall[:3], *overall[5:])  # less the counters
         return (overall, tuple(classes)), twins, (shared, slot_sigs)
 
