@@ -561,7 +561,7 @@ sleep set."""
 
 def _expand_on_cluster(level: _Level, context: _Context, cluster: Executor) -> list[_Expansion]:
     """The level on a cluster: its frontier partitioned by state fingerprint (each state's
-    partition is its key's hash modulo their number), each partition shipped as its states'
+    partition is its fingerprint modulo their number), each partition shipped as its states'
     positions and paths; each state comes back as its own expansion, so that the merge keeps
     the serial order whatever the partition. A worker's keys are adopted into this process's
     form, and fingerprinted here."""
@@ -747,7 +747,6 @@ class _Sleep:
 
     def __init__(self, level: _Level, visit: _Visit, system: System) -> None:
         self._level = level
-        self._visit = visit
         self._parts = _key_parts(level.abstraction, system, visit.left)[2]
         self._done: list[tuple[int, str]] = [
             (i, cast(str, level.alphabet[i][2])) for i in sorted(visit.sleep)
