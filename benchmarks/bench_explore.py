@@ -3,9 +3,12 @@ reduction saves.
 
 The rate is measured with 2 worker processes (``statemeta verify``'s default on the 2-core CI
 machine) against 1 worker in the same run; the per-transition cost of the serial search is the
-floor the rate is made of (docs/formal-checking.md, Throughput). The state count with symmetry
-reduction is compared against the same search without it.
-Goal (issue 7): >= 20,000 distinct states/s on the 2-core CI machine.
+floor the rate is made of (docs/formal-checking.md, Throughput). The serial rate is also set
+against the serial rate of the engine before issue 19's item 4 (full keys in the seen set),
+recorded on this machine (``RECORDED_SERIAL``). Partial-order reduction is measured against
+the same search without it, in the same run: transitions run, and the rate. The state count
+with symmetry reduction is compared against the same search without it.
+Goal (issues 7 and 19): >= 20,000 distinct states/s on the 2-core CI machine.
 
     python -m benchmarks.bench_explore [--quick]
 """
@@ -24,6 +27,10 @@ from statemeta.explore.search import Exploration, explore
 
 GOAL_STATES_PER_S = 20_000
 WORKERS = 2
+RECORDED_SERIAL = 2_367.5
+"""States/s of ``statemeta explore --workers 1 --json`` at the default bounds, commit f6fcd3a
+(before the fingerprinted seen set), 2026-12-05 11:24 UTC, on the 2-core machine with a load
+average of 0.25. Not recorded for ``--quick`` (depth 3): that row then has no baseline."""
 
 
 def _bounds(quick: bool) -> Bounds:
@@ -41,7 +48,9 @@ def run(quick: bool) -> list[dict[str, Any]]:
     parallel = [explore(bounds, workers=WORKERS) for _ in range(repeats)]
     serial = [explore(bounds) for _ in range(repeats)]
     plain = explore(bounds, symmetry=False)
+    reduced = explore(bounds, partial_order=True)
     rate, serial_rate = _median_rate(parallel), _median_rate(serial)
+    recorded = None if quick else RECORDED_SERIAL
     per_transition = statistics.median(r.stats.seconds / r.stats.transitions for r in serial)
     states, plain_states = serial[0].stats.states, plain.stats.states
     depth = bounds.max_depth
@@ -54,6 +63,33 @@ def run(quick: bool) -> list[dict[str, Any]]:
             "baseline_value": round(serial_rate, 1),
             "ratio": round(rate / serial_rate, 2) if serial_rate else None,
             "goal": f">= {GOAL_STATES_PER_S} states/s",
+        },
+        {
+            "name": f"explore states/s (depth {depth}, 1 worker)",
+            "value": round(serial_rate, 1),
+            "unit": "states/s",
+            "baseline": "" if recorded is None else "f6fcd3a, recorded 2026-12-05",
+            "baseline_value": recorded,
+            "ratio": None if recorded is None else round(serial_rate / recorded, 2),
+            "goal": "",
+        },
+        {
+            "name": f"transitions run with partial-order reduction (depth {depth}, 1 worker)",
+            "value": reduced.stats.transitions,
+            "unit": "transitions",
+            "baseline": "without it",
+            "baseline_value": serial[0].stats.transitions,
+            "ratio": round(reduced.stats.transitions / serial[0].stats.transitions, 3),
+            "goal": "< 1x",  # fewer transitions for the same states
+        },
+        {
+            "name": f"explore states/s with partial-order reduction (depth {depth}, 1 worker)",
+            "value": round(reduced.stats.states_per_second, 1),
+            "unit": "states/s",
+            "baseline": "without it",
+            "baseline_value": round(serial_rate, 1),
+            "ratio": round(reduced.stats.states_per_second / serial_rate, 2),
+            "goal": "",
         },
         {
             "name": f"explore cost per transition run (depth {depth}, 1 worker)",

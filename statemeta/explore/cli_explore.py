@@ -71,6 +71,9 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
                             help=f"at most this many {help_text} (default: %(default)s)")
     parser.add_argument("--no-symmetry", dest="symmetry", action="store_false",
                         help="no symmetry reduction (interchangeable tasks kept apart)")
+    parser.add_argument("--partial-order", action="store_true",
+                        help="partial-order reduction (sleep sets): the same states, fewer "
+                        "transitions (docs/formal-checking.md)")
     parser.add_argument("--workers", type=int_in(1, MAX_WORKERS), default=DEFAULT_WORKERS,
                         help="processes expanding each large level; the result is the same "
                         "for any number (default: %(default)s)")
@@ -159,6 +162,7 @@ def _search(
                 bounds,
                 variant=variant,
                 symmetry=args.symmetry,
+                partial_order=args.partial_order,
                 keep_paths=keep_paths,
                 progress=progress,
                 workers=args.workers,

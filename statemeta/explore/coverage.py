@@ -7,6 +7,7 @@ from typing import Any
 
 from statemeta import invariants
 from statemeta.explore.search import Exploration, Violation
+from statemeta.explore.state import FINGERPRINT_BITS, collision_probability
 from statemeta.harness.coverage_model import rows_json, rows_lines
 from statemeta.tables import Role, RoleRow, TransitionRow
 
@@ -55,6 +56,10 @@ def report(result: Exploration) -> dict[str, Any]:
         "states": stats.states,
         "transitions": stats.transitions,
         "mirrored_transitions": stats.mirrored,
+        "partial_order": result.partial_order,
+        "sleeping_transitions": stats.slept,
+        "fingerprint_bits": FINGERPRINT_BITS,
+        "collision_probability": collision_probability(stats.states),
         "workers": result.workers,
         "cluster": result.cluster,
         "depth": stats.depth,
@@ -99,9 +104,13 @@ def format_report(doc: dict[str, Any]) -> str:
         f"states/s, {doc['transitions_per_second']:.0f} transitions/s)"
         + (" with symmetry reduction" if doc["symmetry"] else ""),
         f"states first found per depth: {doc['states_per_depth']}",
-        f"transitions not run as mirrors of symmetric ones: {doc['mirrored_transitions']}; "
-        f"worker processes: {doc['workers']}"
+        f"transitions not run as mirrors of symmetric ones: {doc['mirrored_transitions']}"
+        + (f"; not run by partial-order reduction: {doc['sleeping_transitions']}"
+           if doc["partial_order"] else "")
+        + f"; worker processes: {doc['workers']}"
         + (f" (on the cluster at {doc['cluster']})" if doc["cluster"] else ""),
+        f"seen set: {doc['fingerprint_bits']}-bit fingerprints (probability that two states "
+        f"shared one: {doc['collision_probability']:.1e})",
         f"bounds: {doc['bounds']}",
         f"invariants checked in every state: {len(doc['invariants'])} "
         f"({', '.join(doc['invariants'])})",

@@ -47,7 +47,13 @@ import attrs
 from statemeta.codec import decode_task, decode_task_key
 from statemeta.errors import InvariantViolation, StatemetaError
 from statemeta.explore.bounds import BUDGETED, Bounds
-from statemeta.explore.state import StateAbstraction
+from statemeta.explore.state import (
+    Fingerprint,
+    Parts,
+    StateAbstraction,
+    fingerprint,
+    related_slots,
+)
 from statemeta.harness.failure import Failure, Step
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import REOPENS, Op, slot_of
@@ -98,6 +104,10 @@ class Stats:
     """Transitions not run because they mirror one that was: the operation names a twin slot
     (interchangeable with an earlier slot of its class, and in the same state), so its
     successor is a relabelling of the earlier slot's (docs/formal-checking.md)."""
+    slept: int = 0
+    """Transitions not run by the partial-order reduction: the operation is in the state's
+    sleep set (it commutes with the path's last operation, and its successor is reached the
+    other way round: docs/formal-checking.md)."""
 
     @property
     def states_per_second(self) -> float:
@@ -185,6 +195,8 @@ class Exploration:
     """Each distinct failure, in the order found (shortest first); without all_violations,
     the one that stopped the search."""
     all_violations: bool = False
+    partial_order: bool = False
+    """Sleep sets were on: ``stats.slept`` transitions were not run."""
     class_paths: dict[str, tuple[Op, ...]] = attrs.field(factory=dict)
     """With ``classes``: each class of behaviour (statemeta.harness.coverage_model) reached,
     with the first path that reaches it in the serial order (a shortest one)."""
@@ -213,6 +225,9 @@ class _Found:
         return _Failure(self.kind, self.detail, self.invariant)
 
 
+Parents = dict[Fingerprint, tuple[Fingerprint, Op] | None]
+"""The seen set: each state found, by its key's fingerprint, with its parent's and the
+operation that found it (a path is read back through it)."""
 System = list["ForkableReference"]
 """The reference, and the variant when one is explored."""
 _Alphabet = list[tuple[Op, str | None, str | None, bool]]
@@ -225,11 +240,14 @@ class _Visit:
     """A state to expand."""
 
     key: Hashable
+    fingerprint: Fingerprint
     left: Budgets
     """The budgets left."""
     twins: frozenset[str]
     system: System | None
     """Its adapters; None after a parallel level (a worker rebuilds them from the path)."""
+    sleep: frozenset[int] = frozenset()
+    """With partial-order reduction: the operations (alphabet indices) not run from it."""
 
 
 @attrs.frozen
@@ -240,9 +258,11 @@ class _Child:
     """Its parent's place in the frontier."""
     op_index: int
     key: Hashable
+    fingerprint: Fingerprint
     left: Budgets
     twins: frozenset[str]
     system: System | None
+    sleep: frozenset[int] = frozenset()
 
 
 @attrs.define
@@ -256,6 +276,10 @@ class _Expansion:
     """The failures met, in order; without all_violations the expansion stops at the first."""
     transitions: int = 0
     mirrored: int = 0
+    slept: int = 0
+    again: list[Hashable] = attrs.field(factory=list)
+    """The keys of successors of this level that it met again after finding them (with
+    partial-order reduction, such a state is expanded with no sleep set)."""
     lifecycle_rows: Counter[TransitionRow] = attrs.field(factory=Counter)
     """A worker's coverage and statuses, which the parent adds to its own."""
     role_rows: Counter[tuple[Role, RoleEvent, Role]] = attrs.field(factory=Counter)
@@ -276,13 +300,18 @@ class _Level:
     root: System
     """The empty meta's adapters (a rebuilt path starts from a fork of them)."""
     coverage: Coverage
-    parents: dict[Hashable, tuple[Hashable, Op] | None]
+    parents: Parents
     frontier: list[_Visit]
     keep_systems: bool
     """The level is not the last: its children are expanded next (in this process, on the
     adapters found; after a parallel level, on adapters rebuilt from their paths)."""
     all_violations: bool = False
     """Go on past a failure (the failing state is dropped)."""
+    partial_order: bool = False
+    """Sleep sets over operations on unrelated slots that change only their own slot."""
+    slot_index: dict[str, int] = attrs.field(factory=dict)
+    """Each slot's place in the key's parts."""
+    related: dict[str, frozenset[str]] = attrs.field(factory=dict)
     known_classes: frozenset[str] | None = None
     """With classes counted: those reached at earlier levels."""
 
@@ -305,6 +334,7 @@ def explore(
     semantics: Semantics | str = Semantics.INTENDED,
     all_violations: bool = False,
     cluster: Executor | None = None,
+    partial_order: bool = False,
     classes: bool = False,
 ) -> Exploration:
     """Visit every state reachable within ``bounds`` of the reference in ``semantics`` (and
@@ -315,23 +345,29 @@ def explore(
     of the frontier; the parent merges what they found in the serial order, so the states,
     the paths, the counterexample and the report are the serial search's. Workers are forked
     (the ``fork`` start method: not on Windows). With ``cluster`` the large levels are expanded
-    there instead, by the same function (``_expand_partition``), with the same result. With
-    ``classes`` the reference counts the classes of behaviour of every transition, and the
-    result names a shortest path to each (``class_paths``: the directed corpus)."""
+    there instead, by the same function (``_expand_partition``), with the same result.
+
+    With ``partial_order`` an operation is not run from a state where it commutes with the
+    last operation of the state's path and was run before it (sleep sets): the same states,
+    fewer transitions (docs/formal-checking.md). With ``classes`` the reference counts the
+    classes of behaviour of every transition, and the result names a shortest path to each
+    (``class_paths``: the directed corpus)."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     started = time.perf_counter()
     semantics = Semantics.of(semantics)
-    context = _Context(bounds, variant, semantics, symmetry, all_violations, classes)
+    context = _Context(bounds, variant, semantics, symmetry, all_violations, partial_order,
+                       classes)
     abstraction, alphabet, root = _setup(context)
     start = functools.partial(_start, bounds.level, variant, semantics)
     coverage = root[0].coverage
     budgets = bounds.budgets()
     root_key, root_twins = _key(abstraction, root, budgets)
-    parents: dict[Hashable, tuple[Hashable, Op] | None] = {root_key: None}
-    has_child: set[Hashable] = set()
+    root_print = fingerprint(root_key)
+    parents: Parents = {root_print: None}
+    has_child: set[Fingerprint] = set()
     stats = Stats()
-    frontier = [_Visit(root_key, budgets, root_twins, root)]
+    frontier = [_Visit(root_key, root_print, budgets, root_twins, root)]
     violations: dict[tuple[str, str], Violation] = {}
     """By the replay's (invariant, operation)."""
     class_paths: dict[str, tuple[Op, ...]] = {}
@@ -346,11 +382,9 @@ def explore(
         stopped = not all_violations
         frontier = []
     for depth in range(bounds.max_depth):
-        level = _Level(
-            abstraction, alphabet, root, coverage, parents, frontier,
-            keep_systems=depth + 1 < bounds.max_depth, all_violations=all_violations,
-            known_classes=frozenset(class_paths) if classes else None,
-        )
+        level = _level(context, (abstraction, alphabet, root), parents, frontier,
+                       keep_systems=depth + 1 < bounds.max_depth,
+                       known_classes=frozenset(class_paths))
         if len(frontier) < PARALLEL_MIN_STATES:
             expansions = [_expand_here(level, stats, started, progress)]
         elif cluster is not None:
@@ -362,12 +396,15 @@ def explore(
         failures = [f for e in expansions for f in e.failures]  # in the serial order
         first = failures[0] if failures and not all_violations else None
         next_frontier: list[_Visit] = []
+        found_here: dict[Fingerprint, int] = {}
+        """This level's new states, by their place in the next frontier."""
         new_states = 0
         for expansion in expansions:
             if first is not None and expansion.start > first.position:
                 break  # the serial search stops at the failure: it never gets here
             stats.transitions += expansion.transitions
             stats.mirrored += expansion.mirrored
+            stats.slept += expansion.slept
             coverage.lifecycle_rows.update(expansion.lifecycle_rows)
             coverage.role_rows.update(expansion.role_rows)
             if coverage.classes is not None:
@@ -375,17 +412,24 @@ def explore(
             abstraction.statuses |= expansion.statuses
             for cls, position, op_index in expansion.first_classes:
                 if cls not in class_paths:
-                    path = _path(parents, frontier[position].key)
+                    path = _path(parents, frontier[position].fingerprint)
                     class_paths[cls] = (*path, alphabet[op_index][0])
             for child in expansion.found:  # a failing expansion found nothing after it
-                if child.key in parents:
+                if child.fingerprint in parents:
+                    _wake(next_frontier, found_here.get(child.fingerprint))
                     continue  # an earlier run of the frontier found it
-                parent = frontier[child.position].key
-                parents[child.key] = (parent, alphabet[child.op_index][0])
+                parent = frontier[child.position].fingerprint
+                parents[child.fingerprint] = (parent, alphabet[child.op_index][0])
                 has_child.add(parent)
                 new_states += 1
                 if level.keep_systems:
-                    next_frontier.append(_Visit(child.key, child.left, child.twins, child.system))
+                    found_here[child.fingerprint] = len(next_frontier)
+                    next_frontier.append(_Visit(
+                        child.key, child.fingerprint, child.left, child.twins, child.system,
+                        child.sleep,
+                    ))
+            for again in expansion.again:
+                _wake(next_frontier, found_here.get(fingerprint(again)))
         stats.states += new_states
         stats.per_depth.append(new_states)
         for failure_found in failures[:1] if first is not None else failures:
@@ -393,7 +437,7 @@ def explore(
             if (failure_found.invariant, op.name) in met:
                 continue  # a shortest trace of it is already kept
             met.add((failure_found.invariant, op.name))
-            path = [*_path(parents, frontier[failure_found.position].key), op]
+            path = [*_path(parents, frontier[failure_found.position].fingerprint), op]
             violation = _violation(start, path, failure_found.failure())
             violations.setdefault((violation.invariant, violation.operation), violation)
         if first is not None:
@@ -428,6 +472,7 @@ def explore(
         semantics=semantics,
         violations=found,
         all_violations=all_violations,
+        partial_order=partial_order,
         class_paths=class_paths,
     )
 
@@ -442,7 +487,36 @@ class _Context:
     semantics: Semantics
     symmetry: bool
     all_violations: bool
+    partial_order: bool = False
     classes: bool = False
+
+
+def _level(
+    context: _Context,
+    setup: tuple[StateAbstraction, _Alphabet, System],
+    parents: Parents,
+    frontier: list[_Visit],
+    *,
+    keep_systems: bool,
+    known_classes: frozenset[str] = frozenset(),
+) -> _Level:
+    abstraction, alphabet, root = setup
+    slots = context.bounds.slots
+    return _Level(
+        abstraction, alphabet, root, root[0].coverage, parents, frontier,
+        keep_systems=keep_systems, all_violations=context.all_violations,
+        partial_order=context.partial_order,
+        slot_index={s.name: i for i, s in enumerate(slots)}, related=related_slots(slots),
+        known_classes=known_classes if context.classes else None,
+    )
+
+
+def _wake(frontier: list[_Visit], place: int | None) -> None:
+    """A state of the next level met again on another path: expanded with no sleep set (a
+    sleep set holds only for the one path it was made on; the paths may label the
+    interchangeable slots differently, so the sets are not intersected)."""
+    if place is not None and frontier[place].sleep:
+        frontier[place] = attrs.evolve(frontier[place], sleep=frozenset())
 
 
 def _setup(context: _Context) -> tuple[StateAbstraction, _Alphabet, System]:
@@ -501,7 +575,7 @@ def _expand_run(run: tuple[int, int]) -> _Expansion:
     return _expand_counted(_LEVEL, range(*run), set())
 
 
-def _expand_counted(level: _Level, positions: range, seen: set[Hashable]) -> _Expansion:
+def _expand_counted(level: _Level, positions: range, seen: set[Fingerprint]) -> _Expansion:
     """In a worker: rebuild the states at ``positions`` from their paths, expand them, and
     report the coverage and statuses the expansion added."""
     coverage = level.coverage
@@ -517,28 +591,35 @@ def _expand_counted(level: _Level, positions: range, seen: set[Hashable]) -> _Ex
     return expansion
 
 
-_Shipped = tuple[int, tuple[Op, ...], Budgets]
-"""A state of the frontier as a cluster's worker receives it: position, path, budgets left."""
+_Shipped = tuple[int, tuple[Op, ...], Budgets, frozenset[int]]
+"""A state of the frontier as a cluster's worker receives it: position, path, budgets left,
+sleep set."""
 
 
 def _expand_on_cluster(level: _Level, context: _Context, cluster: Executor) -> list[_Expansion]:
     """The level on a cluster: its frontier partitioned by state fingerprint (each state's
-    partition is its key's hash modulo their number), each partition shipped as its states'
+    partition is its fingerprint modulo their number), each partition shipped as its states'
     positions and paths; each state comes back as its own expansion, so that the merge keeps
-    the serial order whatever the partition."""
+    the serial order whatever the partition. A worker's keys are adopted into this process's
+    form, and fingerprinted here."""
     parts = cluster.workers * _CHUNKS_PER_WORKER
     partitions: list[list[_Shipped]] = [[] for _ in range(parts)]
     for position, visit in enumerate(level.frontier):
-        path = tuple(_path(level.parents, visit.key))
-        partitions[hash(visit.key) % parts].append((position, path, visit.left))
+        path = tuple(_path(level.parents, visit.fingerprint))
+        partitions[visit.fingerprint % parts].append((position, path, visit.left, visit.sleep))
     expand = functools.partial(_expand_partition, context)
     found = cluster.map(expand, [p for p in partitions if p])
     adopt = functools.partial(_adopt, level.abstraction, len(level.root) > 1)
     return sorted(
-        (attrs.evolve(e, found=[attrs.evolve(c, key=adopt(c.key)) for c in e.found])
+        (attrs.evolve(e, found=[_adopted(c, adopt(c.key)) for c in e.found],
+                      again=[adopt(k) for k in e.again])
          for expansions in found for e in expansions),
         key=lambda e: e.start,
     )
+
+
+def _adopted(child: _Child, key: Hashable) -> _Child:
+    return attrs.evolve(child, key=key, fingerprint=fingerprint(key))
 
 
 def _adopt(abstraction: StateAbstraction, pair: bool, key: Hashable) -> Hashable:
@@ -563,16 +644,14 @@ def _expand_partition(context: _Context, partition: list[_Shipped]) -> list[_Exp
     )
     if context not in setups:
         setups[context] = _setup(context)
-    abstraction, alphabet, root = setups[context]
-    level = _Level(abstraction, alphabet, root, root[0].coverage, {}, [],
-                   keep_systems=False, all_violations=context.all_violations,
-                   known_classes=frozenset() if context.classes else None)
-    seen: set[Hashable] = set()
+    abstraction = setups[context][0]
+    level = _level(context, setups[context], {}, [], keep_systems=False)
+    seen: set[Fingerprint] = set()
     out: list[_Expansion] = []
-    for position, path, left in partition:
+    for position, path, left, sleep in partition:
         system = _replay(level, path)
         key, twins = _key(abstraction, system, left)
-        level.frontier = [_Visit(key, left, twins, system)]
+        level.frontier = [_Visit(key, fingerprint(key), left, twins, system, sleep)]
         expansion = _expand_counted(level, range(1), seen)
         out.append(attrs.evolve(
             expansion,
@@ -587,7 +666,7 @@ def _expand_partition(context: _Context, partition: list[_Shipped]) -> list[_Exp
 
 def _rebuild(level: _Level, visit: _Visit) -> System:
     """The adapters of a state found by a worker."""
-    return _replay(level, _path(level.parents, visit.key))
+    return _replay(level, _path(level.parents, visit.fingerprint))
 
 
 def _replay(level: _Level, path: Iterable[Op]) -> System:
@@ -610,12 +689,16 @@ def _expand(
     tick: Callable[[_Expansion], None] | None,
     *,
     keep_systems: bool,
-    seen: set[Hashable] | None = None,
+    seen: set[Fingerprint] | None = None,
 ) -> _Expansion:
     """Every operation from each state at ``positions``, in order, each on a fork of it; the
     successors no earlier level had, each checked once; stops at the first failure (with
     all_violations: records it, drops the failing state and goes on). ``seen``: the
-    successors already found by the caller's earlier expansions."""
+    successors already found by the caller's earlier expansions.
+
+    With partial-order reduction, an operation in the state's sleep set is not run, and each
+    successor gets the sleep set of the operations that commute with the one that found it
+    (``_Sleep``)."""
     expansion = _Expansion(positions.start)
     seen = set() if seen is None else seen
     abstraction = level.abstraction
@@ -625,10 +708,14 @@ def _expand(
     for position in positions:
         visit = level.frontier[position]
         system = visit.system if visit.system is not None else _rebuild(level, visit)
+        sleep = _Sleep(level, visit, system) if level.partial_order else None
         work: System | None = None
         for op_index, (op, budget, slot, guarded) in enumerate(level.alphabet):
             if slot in visit.twins:
                 expansion.mirrored += 1
+                continue
+            if op_index in visit.sleep:
+                expansion.slept += 1
                 continue
             if guarded and system[0].precondition_broken(op) is not None:
                 continue  # the caller's contract: never sent
@@ -653,10 +740,24 @@ def _expand(
                     if cls not in known and cls not in first:
                         first.add(cls)
                         expansion.first_classes.append((cls, position, op_index))
-            child, twins = _key(abstraction, work, child_left)
+            if sleep is None:
+                child, twins = _key(abstraction, work, child_left)
+                local = False
+            else:
+                child, twins, parts = _key_parts(abstraction, work, child_left)
+                local = sleep.ran(slot, parts)
             if child == visit.key:
-                continue  # the same state: keep the fork for the next operation
-            if child not in parents and child not in seen:
+                if sleep is None:
+                    continue  # the same state: keep the fork for the next operation
+                if local:
+                    sleep.done(op_index)
+                if not sleep.unchanged:
+                    work = None  # a relabelling of it: the next operation runs on a fresh fork
+                continue
+            child_print = fingerprint(child)
+            if sleep is not None and child_print in seen and child_print not in parents:
+                expansion.again.append(child)
+            if child_print not in parents and child_print not in seen:
                 try:
                     _check_state(work)
                 except _Failure as failure:
@@ -665,15 +766,62 @@ def _expand(
                         return expansion
                     work = None  # the failing state is dropped (met again, it fails again)
                     continue
-                seen.add(child)
+                seen.add(child_print)
                 expansion.found.append(_Child(
-                    position, op_index, child, child_left, twins,
+                    position, op_index, child, child_print, child_left, twins,
                     work if keep_systems else None,
+                    sleep.after(slot) if sleep is not None and local else frozenset(),
                 ))
+            if local:
+                assert sleep is not None
+                sleep.done(op_index)
             work = None
         if tick is not None:
             tick(expansion)
     return expansion
+
+
+class _Sleep:
+    """The partial-order reduction's view of one state's expansion (sleep sets,
+    docs/formal-checking.md). An operation is *local* where it names a slot and changes no
+    part of the state but that slot's signature (nothing meta-wide, no budget, no other
+    slot), on every side. Two local operations on unrelated slots commute: each reads only
+    its own slot and the meta-wide state, which the other leaves as it is. A successor found
+    by a local operation ``b`` sleeps on every local operation run before ``b`` from this
+    state, and on every operation this state sleeps on, that names another slot than ``b``
+    and none related to it: its successor is reached the other way round."""
+
+    def __init__(self, level: _Level, visit: _Visit, system: System) -> None:
+        self._level = level
+        self._parts = _key_parts(level.abstraction, system, visit.left)[2]
+        self._done: list[tuple[int, str]] = [
+            (i, cast(str, level.alphabet[i][2])) for i in sorted(visit.sleep)
+        ]
+        self.unchanged = True
+        """The last operation left every part of the state as it was (not relabelled)."""
+
+    def ran(self, slot: str | None, parts: tuple[Parts, ...]) -> bool:
+        """Whether the operation just run, which led to ``parts``, was local."""
+        self.unchanged = parts == self._parts
+        if slot is None:
+            return False
+        place = self._level.slot_index[slot]
+        for (overall, sigs), (overall_now, sigs_now) in zip(self._parts, parts, strict=True):
+            if overall != overall_now:
+                return False
+            for i, (sig, sig_now) in enumerate(zip(sigs, sigs_now, strict=True)):
+                if i != place and sig != sig_now:
+                    return False
+        return True
+
+    def done(self, op_index: int) -> None:
+        self._done.append((op_index, cast(str, self._level.alphabet[op_index][2])))
+
+    def after(self, slot: str | None) -> frozenset[int]:
+        """The sleep set of the successor a local operation on ``slot`` found."""
+        assert slot is not None
+        related = self._level.related[slot]
+        return frozenset(i for i, other in self._done if other != slot and other not in related)
 
 
 class ForkableReference(ReferenceAdapter):
@@ -732,6 +880,17 @@ def _key(
         return key, twins
     variant_key, variant_twins = abstraction.key_and_twins(system[1], None)
     return (key, variant_key), twins & variant_twins
+
+
+def _key_parts(
+    abstraction: StateAbstraction, system: System, budgets: Budgets
+) -> tuple[Hashable, frozenset[str], tuple[Parts, ...]]:
+    """``_key``, and each side's parts (state.py ``key_parts``)."""
+    key, twins, parts = abstraction.key_parts(system[0], budgets)
+    if len(system) == 1:
+        return key, twins, (parts,)
+    variant_key, variant_twins, variant_parts = abstraction.key_parts(system[1], None)
+    return (key, variant_key), twins & variant_twins, (parts, variant_parts)
 
 
 def _task_slot(op: Op) -> str | None:
@@ -812,13 +971,13 @@ def _loads(key: bytes, value: bytes) -> bool:
     return True
 
 
-def _path(parents: dict[Hashable, tuple[Hashable, Op] | None], key: Hashable) -> list[Op]:
+def _path(parents: Parents, state: Fingerprint) -> list[Op]:
     ops: list[Op] = []
-    link = parents[key]
+    link = parents[state]
     while link is not None:
-        key, op = link
+        state, op = link
         ops.append(op)
-        link = parents[key]
+        link = parents[state]
     ops.reverse()
     return ops
 

@@ -30,6 +30,9 @@ order of the slots' keys (load order); see docs/formal-checking.md.
 
 from __future__ import annotations
 
+import hashlib
+import io
+import pickle
 from collections.abc import Hashable, Sequence
 from typing import Any, cast
 
@@ -56,6 +59,16 @@ from statemeta.meta.state import ArmedTimer, HeartbeatState, Schedule
 from statemeta.store import FaultyStore, MemoryStore
 
 StateKey = Hashable
+Fingerprint = int
+Parts = tuple[Hashable, tuple[tuple[Any, ...], ...]]
+"""A state as its key reads it before the relabelling, for partial-order reduction: the
+meta-wide part (with the budgets left and the task list's length) less the counters
+``stream_count`` and ``paused_count``, and each slot's signature in pool order. The counters
+are left out because operations only move them (by an amount their own task's state
+decides: no operation reads them; views and invariants do), so moves on two tasks commute;
+the list's length is in because ``register`` and ``load_all`` read it (a task's place)."""
+FINGERPRINT_BITS = 64
+"""The seen set keeps each state's fingerprint, not its key (TLC's approach)."""
 
 _NO_HANDLE = "none"
 _REMOVED = ("removed",)
@@ -77,6 +90,20 @@ def symmetry_classes(slots: Sequence[TaskSlot]) -> tuple[tuple[str, ...], ...]:
         )
         classes.setdefault(shape, []).append(s.name)
     return tuple(tuple(names) for names in classes.values())
+
+
+def related_slots(slots: Sequence[TaskSlot]) -> dict[str, frozenset[str]]:
+    """Each slot's related slots: those whose record names it or that its record names (a
+    stream task and its fill-history task)."""
+    ids = {s.id: s.name for s in slots}
+    names = {
+        s.name: {ids[t] for t in (s.record.h_task_id, s.record.stream_task_id) if t in ids}
+        for s in slots
+    }
+    return {
+        s.name: frozenset(names[s.name] | {o for o in names if s.name in names[o]}) - {s.name}
+        for s in slots
+    }
 
 
 def _without_ids(record: StreamTask) -> StreamTask:
@@ -129,10 +156,29 @@ class _Interner:
 
 
 def _content(record: StreamTask) -> str:
-    """A record's content id: its encoding, the same for equal records in every process (its
-    repr is not: an enum field shows as ``<TaskLevel.SOURCE: 1>`` in a record the reference
-    made and as ``1`` in one decoded from the store, and the two are equal)."""
-    return encode(record).hex()
+    """A record's content id: a 128-bit digest of its encoding, the same for equal records in
+    every process (its repr is not: an enum field shows as ``<TaskLevel.SOURCE: 1>`` in a
+    record the reference made and as ``1`` in one decoded from the store, and the two are
+    equal). The encoding itself (about 1 KB) made keys slow to fingerprint and to ship."""
+    return hashlib.blake2b(encode(record), digest_size=16).hexdigest()
+
+
+def fingerprint(key: StateKey) -> Fingerprint:
+    """A ``FINGERPRINT_BITS``-bit fingerprint of a key: blake2b of its pickle. The pickler
+    keeps no memo, so the bytes are a function of the key's value, not of which of its parts
+    happen to be one object; a key holds tuples, strings, ints, bools, None and enums only.
+    Keys of two processes fingerprint alike once in one canonical form (``adopt``)."""
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=5)
+    pickler.fast = True  # no memo
+    pickler.dump(key)
+    return int.from_bytes(hashlib.blake2b(out.getvalue(), digest_size=8).digest(), "big")
+
+
+def collision_probability(states: int) -> float:
+    """The chance that two of ``states`` distinct states share a fingerprint (one is then
+    taken for the other and not explored), fingerprints taken as uniform: n(n-1)/2^(b+1)."""
+    return states * (states - 1) / 2.0 ** (FINGERPRINT_BITS + 1)
 
 
 class StateAbstraction:
@@ -172,6 +218,22 @@ class StateAbstraction:
         """The key, and the twins: each slot whose signature equals that of an earlier slot of
         its class. Swapping the two leaves the state as it is, so an operation on the twin
         leads to a relabelling of what the same operation on the earlier slot leads to."""
+        key, twins, _parts = self._key(adapter, extra, parts=False)
+        return key, twins
+
+    def key_parts(
+        self, adapter: ReferenceAdapter, extra: Hashable = None
+    ) -> tuple[StateKey, frozenset[str], Parts]:
+        """The key, the twins, and the parts the key is made of before the relabelling (what
+        partial-order reduction compares to see which slots an operation changed)."""
+        key, twins, parts = self._key(adapter, extra, parts=True)
+        assert parts is not None
+        return key, twins, parts
+
+    def _key(
+        self, adapter: ReferenceAdapter, extra: Hashable, *, parts: bool
+    ) -> tuple[StateKey, frozenset[str], Parts | None]:
+        """The key, the twins and (if asked) the parts."""
         meta = adapter.meta
         state = meta.state  # the meta's public state (statemeta.meta.state), read only
         store = adapter.store
@@ -276,18 +338,22 @@ class StateAbstraction:
             store.armed_faults(),
             extra,
         )
+        slot_sigs = tuple([tuple(sig) for sig in sigs])
         classes: list[tuple[Any, ...]] = []
         twins: frozenset[str] = _NO_TWINS
         for members in self._class_index:
             if len(members) == 1:
-                classes.append(tuple(sigs[members[0]]))
+                classes.append(slot_sigs[members[0]])
                 continue
-            signatures = [tuple(sigs[i]) for i in members]
+            signatures = [slot_sigs[i] for i in members]
             for j in range(1, len(members)):
                 if signatures[j] in signatures[:j]:
                     twins = twins | {self._names[members[j]]}
             classes.append(tuple(sorted(signatures, key=hash)))
-        return (overall, tuple(classes)), twins
+        if not parts:
+            return (overall, tuple(classes)), twins, None
+        shared = (len(listed), *overall[:3], *overall[5:])  # less the counters
+        return (overall, tuple(classes)), twins, (shared, slot_sigs)
 
     def adopt(self, key: StateKey) -> StateKey:
         """A key computed in another process, in this process's canonical form. A class of
