@@ -20,7 +20,7 @@ from collections import Counter
 from typing import Any
 
 from benchmarks._table import print_module
-from statemeta.harness.cli_check import check_settings, run_check, unchecked_reference
+from statemeta.harness.check import check_settings, run_check, unchecked_reference
 from statemeta.harness.directed import counting_reference, load_corpus, run_directed
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
 from statemeta.semantics import Semantics

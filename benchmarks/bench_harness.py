@@ -24,7 +24,7 @@ from hypothesis.strategies import integers
 
 from benchmarks._table import print_module
 from statemeta.harness.adapter import Adapter
-from statemeta.harness.cli_check import Progress, check_settings, run_check
+from statemeta.harness.check import Progress, check_settings, run_check
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
 

@@ -26,7 +26,7 @@ from typing import Any
 from benchmarks._table import print_module
 from statemeta.harness import machine
 from statemeta.harness.campaign import run_campaign
-from statemeta.harness.cli_check import Progress, check_settings, run_check
+from statemeta.harness.check import Progress, check_settings, run_check
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
 
 GOAL_MB = 1.0

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 from statemeta.cli_args import add_semantics, minutes, positive_int
-from statemeta.harness.cli_check import Progress, check_settings
+from statemeta.harness.check import Progress, check_settings
 from statemeta.harness.coverage_model import role_class, row_class, rows_json, rows_lines
 from statemeta.harness.directed import CoverageReport, load_corpus, run_directed
 from statemeta.harness.machine import build_machine, run_machine

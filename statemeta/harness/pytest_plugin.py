@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from statemeta.cli_args import command_line, output_file, positive_int, seconds
 from statemeta.errors import SutError
 from statemeta.harness.adapter import Adapter
-from statemeta.harness.cli_check import CheckReport, run_check
+from statemeta.harness.check import CheckReport, run_check
 from statemeta.harness.operations import LEVELS
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
 from statemeta.harness.trace import format_trace, write_trace

@@ -159,6 +159,23 @@ def test_every_import_points_down_or_within_its_layer(module: str) -> None:
     assert upward == [], f"{module} ({name}) imports from a layer above it"
 
 
+def _is_command_module(module: str) -> bool:
+    """A module of the command line: ``statemeta.cli``, or one named ``cli_*`` (but
+    ``cli_args``, the rules every command-line value follows, which the pytest plugin and the
+    command mains of serve, decode and the defects page parse with too)."""
+    last = module.rsplit(".", 1)[-1]
+    return module == "statemeta.cli" or (last.startswith("cli_") and last != "cli_args")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not _is_command_module(m)))
+def test_the_library_imports_no_command_module(module: str) -> None:
+    """run_check, its settings and progress live in the harness (harness/check.py); the
+    commands parse their arguments and print (docs/architecture.md)."""
+    commands = sorted(t for t in GRAPH[module] if t in MODULES and _is_command_module(t))
+    allowed = {"statemeta.__main__": ["statemeta.cli"]}.get(module, [])
+    assert commands == allowed, f"{module} imports the command modules {commands}"
+
+
 CORE = [p for row in _table_rows("## The meta: core and edge") if row[0] == "core"
         for p in _patterns(row[1])]
 EDGE = [p for row in _table_rows("## The meta: core and edge") if row[0] == "edge"

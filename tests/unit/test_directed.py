@@ -25,7 +25,7 @@ from hypothesis import settings
 from statemeta.cli import main
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.search import explore
-from statemeta.harness.cli_check import check_settings, run_check, unchecked_reference
+from statemeta.harness.check import check_settings, run_check, unchecked_reference
 from statemeta.harness.coverage_model import (
     FAMILIES,
     ROLE_CLASSES,

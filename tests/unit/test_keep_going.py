@@ -22,7 +22,7 @@ import pytest
 
 from statemeta.cli import main
 from statemeta.harness.catalogue import NO_MASKS, Mask, numbered_path
-from statemeta.harness.cli_check import KeepGoing, check_settings, run_check, unchecked_reference
+from statemeta.harness.check import KeepGoing, check_settings, run_check, unchecked_reference
 from statemeta.harness.differences import differences
 from statemeta.harness.machine import Divergence, compare_step
 from statemeta.harness.operations import Op

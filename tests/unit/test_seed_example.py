@@ -16,7 +16,7 @@ import pytest
 
 from statemeta.cli import main
 from statemeta.harness.catalogue import Mask
-from statemeta.harness.cli_check import KeepGoing, check_settings, run_check, unchecked_reference
+from statemeta.harness.check import KeepGoing, check_settings, run_check, unchecked_reference
 from statemeta.harness.trace import read_trace, replay
 from statemeta.semantics import Semantics, Switch
 from tests.unit.test_keep_going import SHOWABLE, OneSwitch
