@@ -348,8 +348,11 @@ def run_verify(args: argparse.Namespace) -> int:
             + f" (depth {doc['depth']}), "
             f"lifecycle rows {len(lifecycle['taken'])}/{lifecycle['total']}, role rows "
             f"{len(roles['taken'])}/{roles['total']}, {len(invariant_ids())} invariants checked "
-            f"in every state; property campaign: {steps} steps in {args.examples} examples, "
-            f"lifecycle rows {len(campaign_rows['taken'])}/{campaign_rows['total']}"
+            f"in every state; property campaign: {steps} steps in the directed corpus "
+            f"({campaign_doc['directed']} paths) and {args.examples} examples, lifecycle rows "
+            f"{len(campaign_rows['taken'])}/{campaign_rows['total']}, classes "
+            f"{campaign_doc['coverage']['reached_reachable']}/"
+            f"{campaign_doc['coverage']['reachable']}"
             + ("" if failure is None else f" FAILED: {failure}")
             + f"; {summary['seconds']} s: {'OK' if ok else 'FAILED'}"
         )
