@@ -8,13 +8,12 @@ take at most so many of them, and what is left of each budget is part of the sta
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 
 import attrs
 
 from statemeta.errors import MisuseError
-from statemeta.harness.operations import OP_SPECS, TASK_POOL, Op, TaskSlot, ops_at
+from statemeta.harness.operations import OP_SPECS, TASK_POOL, Op, TaskSlot, calls_of, ops_at
 
 PLAIN_STREAM_SLOTS = ("s1", "s3")
 """Plain stream tasks, in the order --stream-tasks takes them (s3's key sorts before s1's)."""
@@ -74,15 +73,7 @@ class Bounds:
     def alphabet(self) -> tuple[Op, ...]:
         """Every operation of the level with every argument, tasks restricted to the slots."""
         slot_names = tuple(s.name for s in self.slots)
-        ops: list[Op] = []
-        for spec in ops_at(self.level):
-            domains = [
-                slot_names if p.kind == "task" else p.domain for p in spec.params
-            ]
-            for values in itertools.product(*domains):
-                args = {p.name: v for p, v in zip(spec.params, values, strict=True)}
-                ops.append(Op.of(spec.name, **args))
-        return tuple(ops)
+        return tuple(op for spec in ops_at(self.level) for op in calls_of(spec, slot_names))
 
     def to_json(self) -> dict[str, int | bool | list[str]]:
         out: dict[str, int | bool | list[str]] = attrs.asdict(self)

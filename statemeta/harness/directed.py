@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import itertools
 import json
 import sys
 from collections import Counter
@@ -36,7 +35,7 @@ from pathlib import Path
 import attrs
 
 from statemeta.errors import MisuseError
-from statemeta.explore.bounds import BUDGETED, Bounds
+from statemeta.explore.bounds import Bounds
 from statemeta.explore.search import explore
 from statemeta.explore.state import symmetry_classes
 from statemeta.harness.adapter import Adapter
@@ -44,7 +43,7 @@ from statemeta.harness.catalogue import NO_MASKS, Mask
 from statemeta.harness.coverage_model import FAMILIES, ROLE_CLASSES, ROW_CLASSES
 from statemeta.harness.machine import Divergence, Step
 from statemeta.harness.normalize import Json
-from statemeta.harness.operations import LEVELS, TASK_POOL, Op, ops_at
+from statemeta.harness.operations import LEVELS, TASK_POOL, Op, calls_of, ops_at
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.trace import run_ops
 from statemeta.semantics import Semantics
@@ -67,11 +66,11 @@ __all__ = [
 CORPUS_FORMAT = 1
 CORPUS_DIR = Path(__file__).parent / "corpus"
 
+_VERIFY_DEFAULTS = Bounds(stream_tasks=2, fill_history=True, role_changes=2, start_rounds=1,
+                         reopens=1, faults=1, clock_advances=1, max_depth=4)
 CORPUS_BOUNDS: dict[int, Bounds] = {
-    2: Bounds(stream_tasks=2, fill_history=True, role_changes=2, start_rounds=1, reopens=0,
-              faults=0, clock_advances=1, max_depth=4),
-    3: Bounds(stream_tasks=2, fill_history=True, role_changes=2, start_rounds=1, reopens=1,
-              faults=1, clock_advances=1, max_depth=4),
+    2: attrs.evolve(_VERIFY_DEFAULTS, reopens=0, faults=0),
+    3: _VERIFY_DEFAULTS,
 }
 """The explorer's bounds each level's corpus is computed within: ``statemeta verify``'s
 defaults, written out so that a change of those does not move the corpus."""
@@ -181,12 +180,7 @@ def _focused_paths(level: int, semantics: Semantics) -> dict[str, tuple[Op, ...]
     root = ReferenceAdapter(semantics=semantics, check_invariants=False)
     root.count_classes()
     root.start(level)
-    wanted = [spec for spec in ops_at(level) if spec.name not in BUDGETED]
-    ops = [
-        Op.of(spec.name, **dict(zip([p.name for p in spec.params], values, strict=True)))
-        for spec in wanted
-        for values in itertools.product(*(p.domain for p in spec.params))
-    ]
+    ops = [op for spec in ops_at(level) if spec.budget is None for op in calls_of(spec)]
     paths: dict[str, tuple[Op, ...]] = {}
     for slot in _UNLIKE_SLOTS:
         start = root.fork()

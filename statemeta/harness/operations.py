@@ -28,6 +28,7 @@ Ids in results and views are ``[stream_id, task_id]``; ops name pool slots, neve
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeAlias
 
@@ -60,6 +61,7 @@ __all__ = [
     "Precondition",
     "TaskFacts",
     "TaskSlot",
+    "calls_of",
     "ops_at",
     "slot_of",
     "task_slot",
@@ -531,6 +533,17 @@ def ops_at(level: int) -> tuple[OpSpec, ...]:
         raise MisuseError(f"no level {level}; levels are {LEVELS}")
     wanted = {1} if level == 1 else set(range(2, level + 1))
     return tuple(s for s in _SPECS if s.level in wanted)
+
+
+def calls_of(spec: OpSpec, slots: tuple[str, ...] | None = None) -> tuple[Op, ...]:
+    """Every call of ``spec``: each argument from its whole domain, a task argument from
+    ``slots`` when given (the explorer's alphabet, the directed corpus's searches)."""
+    domains = [slots if slots is not None and p.kind == "task" else p.domain
+               for p in spec.params]
+    return tuple(
+        Op.of(spec.name, **{p.name: v for p, v in zip(spec.params, values, strict=True)})
+        for values in itertools.product(*domains)
+    )
 
 
 @attrs.frozen(repr=False, cache_hash=True)

@@ -241,8 +241,10 @@ class ReferenceAdapter:
         if op.name not in self._accepted:
             raise MisuseError(f"{op!r} is not an operation of level {self.level or 'none'}")
         self._sent = []
-        coverage = self.coverage
-        before = None if coverage.classes is None else self._before(op)
+        before = None
+        if self.coverage.classes is not None:
+            self.coverage.step = []
+            before = self._before(op)
         try:
             if self.level == 1:  # a lifecycle alone does not know its slot's record
                 broken = self.precondition_broken(op)
@@ -541,7 +543,6 @@ class ReferenceAdapter:
 
     def _before(self, op: Op) -> Before:
         """What the classes of ``op``'s call read of the state before it."""
-        self.coverage.step = []
         if self.level == 1:
             return lifecycle_before(self._lifecycles[str(op.arg("task"))])
         meta = self.meta
