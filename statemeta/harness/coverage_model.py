@@ -144,8 +144,8 @@ def rows_json(
     why_lifecycle: Callable[[TransitionRow], str],
     why_role: Callable[[RoleRow], str],
 ) -> dict[str, Any]:
-    """The table rows a run took, in the one shape the explorer, the campaign and check
-    report them: per table, the total, each row taken with how often, each row not reached
+    """The table rows a run took, in the one shape the explorer and the campaign report them
+    (check names them as classes, with the same labels): per table, the total, each row taken with how often, each row not reached
     with why."""
 
     def table(rows: Sequence[Any], times: Callable[[Any], int],
