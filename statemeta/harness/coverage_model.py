@@ -145,8 +145,8 @@ def rows_json(
     why_role: Callable[[RoleRow], str],
 ) -> dict[str, Any]:
     """The table rows a run took, in the one shape the explorer and the campaign report them
-    (check names them as classes, with the same labels): per table, the total, each row taken with how often, each row not reached
-    with why."""
+    (check names them as classes, with the same labels): per table, the total, each row taken
+    with how often, each row not reached with why."""
 
     def table(rows: Sequence[Any], times: Callable[[Any], int],
               why: Callable[[Any], str]) -> dict[str, Any]:
