@@ -24,7 +24,7 @@ STREAM_TASK_KEY_LEN = 16
 TASK_TABLE = "task.db"
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class TaskId:
     """STaskId: a task's identity, the meta's map key; str() is TDengine's idStr."""
 

@@ -34,6 +34,8 @@ import construct as c
 from statemeta.codec.fields import IntRange, c_double
 from statemeta.errors import DecodeError, InvalidRecordError
 
+_CACHED_HASH = "_attrs_cached_hash"
+
 # -- fixed-width little-endian scalars (tPut in host order: little-endian) -------------------
 
 I8 = c.Int8sl
@@ -298,6 +300,8 @@ class Record(c.Subconstruct):  # type: ignore[misc]
         self.fields = struct.subcons
         self.runs = {id(sc) for sc in struct.subcons if isinstance(sc, FixedRun)}
         self.init_names = tuple(a.name for a in attrs.fields(record))
+        self.caches_hash = _CACHED_HASH in getattr(record, "__slots__", ())
+        """attrs' ``cache_hash``: the slot its ``__init__`` would have emptied."""
         names = [n for sc in self.fields for n in (sc.names if id(sc) in self.runs else [sc.name])]
         self.build_names = tuple(n for n in names if n and hasattr(record, n))
         self.needs_context = not all(
@@ -332,6 +336,8 @@ class Record(c.Subconstruct):  # type: ignore[misc]
         record: Any = object.__new__(self.record)
         for name in self.init_names:
             object.__setattr__(record, name, values[name])
+        if self.caches_hash:
+            object.__setattr__(record, _CACHED_HASH, None)
         try:
             for a in self.checks:
                 a.validator(record, a, values[a.name])
