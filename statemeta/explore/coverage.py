@@ -58,6 +58,7 @@ def report(result: Exploration) -> dict[str, Any]:
         "mirrored_transitions": stats.mirrored,
         "partial_order": result.partial_order,
         "sleeping_transitions": stats.slept,
+        "refused_transitions": stats.refused,
         "fingerprint_bits": FINGERPRINT_BITS,
         "collision_probability": collision_probability(stats.states),
         "workers": result.workers,
@@ -105,6 +106,7 @@ def format_report(doc: dict[str, Any]) -> str:
         + (" with symmetry reduction" if doc["symmetry"] else ""),
         f"states first found per depth: {doc['states_per_depth']}",
         f"transitions not run as mirrors of symmetric ones: {doc['mirrored_transitions']}"
+        f"; as refusals on unmapped tasks: {doc['refused_transitions']}"
         + (f"; not run by partial-order reduction: {doc['sleeping_transitions']}"
            if doc["partial_order"] else "")
         + f"; worker processes: {doc['workers']}"

@@ -44,7 +44,7 @@ from typing import Protocol, TypeVar, cast
 
 import attrs
 
-from statemeta.codec import decode_task, decode_task_key
+from statemeta.codec import TaskId, decode_task, decode_task_key
 from statemeta.errors import InvariantViolation, StatemetaError
 from statemeta.explore.bounds import BUDGETED, Bounds
 from statemeta.explore.state import (
@@ -94,6 +94,8 @@ class Stats:
     """How far a search got (updated as it runs; the progress callback sees it)."""
 
     states: int = 1
+    """Nodes explored: distinct states, each with the budgets left on the first path found to
+    it, less the nodes subsumed (``Covered``)."""
     transitions: int = 0
     depth: int = 0
     """The deepest level whose states have all been found."""
@@ -108,6 +110,10 @@ class Stats:
     """Transitions not run by the partial-order reduction: the operation is in the state's
     sleep set (it commutes with the path's last operation, and its successor is reached the
     other way round: docs/formal-checking.md)."""
+    refused: int = 0
+    """Transitions of the reference alone not run because the operation names a task the meta
+    does not map and the operation table says it changes nothing there (``unmapped_result``):
+    each would lead back to its state."""
 
     @property
     def states_per_second(self) -> float:
@@ -226,13 +232,20 @@ class _Found:
 
 
 Parents = dict[Fingerprint, tuple[Fingerprint, Op] | None]
-"""The seen set: each state found, by its key's fingerprint, with its parent's and the
-operation that found it (a path is read back through it)."""
+"""The seen set: each node found (a state with the budgets left: ``_node``), by its
+fingerprint, with its parent's and the operation that found it (a path is read back through
+it)."""
+Covered = dict[Fingerprint, list["Budgets"]]
+"""Budget subsumption: each state explored (its key's fingerprint; the key holds no budgets)
+with the budgets left at each node explored in it. A node whose budgets are each at most
+those of a node explored in the same state at the same or a lesser depth is subsumed: every
+path from it is a path from that node, within the bounds (docs/formal-checking.md)."""
 System = list["ForkableReference"]
 """The reference, and the variant when one is explored."""
-_Alphabet = list[tuple[Op, str | None, str | None, bool]]
-"""Each operation, the budget it spends, the slot it names and whether it has a precondition
-(the operation table's column: never run where the reference says it is broken)."""
+_Alphabet = list[tuple[Op, str | None, str | None, bool, TaskId | None]]
+"""Each operation, the budget it spends, the slot it names, whether it has a precondition
+(the operation table's column: never run where the reference says it is broken), and the
+id of its task if it changes nothing where that task is not mapped (``unmapped_result``)."""
 
 
 @attrs.frozen
@@ -241,6 +254,9 @@ class _Visit:
 
     key: Hashable
     fingerprint: Fingerprint
+    """The node's: its state's with the budgets left (``_node``)."""
+    state: Fingerprint
+    """Its key's."""
     left: Budgets
     """The budgets left."""
     twins: frozenset[str]
@@ -259,6 +275,7 @@ class _Child:
     op_index: int
     key: Hashable
     fingerprint: Fingerprint
+    state: Fingerprint
     left: Budgets
     twins: frozenset[str]
     system: System | None
@@ -277,8 +294,9 @@ class _Expansion:
     transitions: int = 0
     mirrored: int = 0
     slept: int = 0
-    again: list[Hashable] = attrs.field(factory=list)
-    """The keys of successors of this level that it met again after finding them (with
+    refused: int = 0
+    again: list[tuple[Hashable, Budgets]] = attrs.field(factory=list)
+    """The keys and budgets of successors of this level that it met again after finding them (with
     partial-order reduction, such a state is expanded with no sleep set)."""
     lifecycle_rows: Counter[TransitionRow] = attrs.field(factory=Counter)
     """A worker's coverage and statuses, which the parent adds to its own."""
@@ -301,6 +319,7 @@ class _Level:
     """The empty meta's adapters (a rebuilt path starts from a fork of them)."""
     coverage: Coverage
     parents: Parents
+    covered: Covered
     frontier: list[_Visit]
     keep_systems: bool
     """The level is not the last: its children are expanded next (in this process, on the
@@ -309,6 +328,9 @@ class _Level:
     """Go on past a failure (the failing state is dropped)."""
     partial_order: bool = False
     """Sleep sets over operations on unrelated slots that change only their own slot."""
+    subsume: bool = True
+    """Drop the nodes ``covered`` subsumes (not with partial-order reduction, whose sleep sets
+    hold for one path)."""
     slot_index: dict[str, int] = attrs.field(factory=dict)
     """Each slot's place in the key's parts."""
     related: dict[str, frozenset[str]] = attrs.field(factory=dict)
@@ -336,6 +358,7 @@ def explore(
     cluster: Executor | None = None,
     partial_order: bool = False,
     classes: bool = False,
+    subsume: bool = True,
 ) -> Exploration:
     """Visit every state reachable within ``bounds`` of the reference in ``semantics`` (and
     of ``variant`` in it); stop at the first failure, or with ``all_violations`` collect the
@@ -349,7 +372,10 @@ def explore(
 
     With ``partial_order`` an operation is not run from a state where it commutes with the
     last operation of the state's path and was run before it (sleep sets): the same states,
-    fewer transitions (docs/formal-checking.md). With ``classes`` the reference counts the
+    fewer transitions (docs/formal-checking.md). With ``subsume`` (and without partial-order
+    reduction) a node is not explored where a node in the same state with as many of each
+    budget left was (``Covered``): the same verdicts and counterexample lengths, fewer nodes.
+    With ``classes`` the reference counts the
     classes of behaviour of every transition, and the result names a shortest path to each
     (``class_paths``: the directed corpus)."""
     if workers < 1:
@@ -357,17 +383,19 @@ def explore(
     started = time.perf_counter()
     semantics = Semantics.of(semantics)
     context = _Context(bounds, variant, semantics, symmetry, all_violations, partial_order,
-                       classes)
+                       classes, subsume)
     abstraction, alphabet, root = _setup(context)
     start = functools.partial(_start, bounds.level, variant, semantics)
     coverage = root[0].coverage
     budgets = bounds.budgets()
-    root_key, root_twins = _key(abstraction, root, budgets)
-    root_print = fingerprint(root_key)
+    root_key, root_twins = _key(abstraction, root)
+    root_state = fingerprint(root_key)
+    root_print = _node(root_state, budgets)
     parents: Parents = {root_print: None}
+    covered: Covered = {root_state: [budgets]}
     has_child: set[Fingerprint] = set()
     stats = Stats()
-    frontier = [_Visit(root_key, root_print, budgets, root_twins, root)]
+    frontier = [_Visit(root_key, root_print, root_state, budgets, root_twins, root)]
     violations: dict[tuple[str, str], Violation] = {}
     """By the replay's (invariant, operation)."""
     class_paths: dict[str, tuple[Op, ...]] = {}
@@ -382,7 +410,7 @@ def explore(
         stopped = not all_violations
         frontier = []
     for depth in range(bounds.max_depth):
-        level = _level(context, (abstraction, alphabet, root), parents, frontier,
+        level = _level(context, (abstraction, alphabet, root), parents, covered, frontier,
                        keep_systems=depth + 1 < bounds.max_depth,
                        known_classes=frozenset(class_paths))
         if len(frontier) < PARALLEL_MIN_STATES:
@@ -405,6 +433,7 @@ def explore(
             stats.transitions += expansion.transitions
             stats.mirrored += expansion.mirrored
             stats.slept += expansion.slept
+            stats.refused += expansion.refused
             coverage.lifecycle_rows.update(expansion.lifecycle_rows)
             coverage.role_rows.update(expansion.role_rows)
             if coverage.classes is not None:
@@ -418,6 +447,9 @@ def explore(
                 if child.fingerprint in parents:
                     _wake(next_frontier, found_here.get(child.fingerprint))
                     continue  # an earlier run of the frontier found it
+                if level.subsume and _covers(covered, child.state, child.left):
+                    continue  # an earlier run of the frontier found a node that subsumes it
+                covered.setdefault(child.state, []).append(child.left)
                 parent = frontier[child.position].fingerprint
                 parents[child.fingerprint] = (parent, alphabet[child.op_index][0])
                 has_child.add(parent)
@@ -425,11 +457,11 @@ def explore(
                 if level.keep_systems:
                     found_here[child.fingerprint] = len(next_frontier)
                     next_frontier.append(_Visit(
-                        child.key, child.fingerprint, child.left, child.twins, child.system,
-                        child.sleep,
+                        child.key, child.fingerprint, child.state, child.left, child.twins,
+                        child.system, child.sleep,
                     ))
-            for again in expansion.again:
-                _wake(next_frontier, found_here.get(fingerprint(again)))
+            for again, left in expansion.again:
+                _wake(next_frontier, found_here.get(_node(fingerprint(again), left)))
         stats.states += new_states
         stats.per_depth.append(new_states)
         for failure_found in failures[:1] if first is not None else failures:
@@ -489,12 +521,14 @@ class _Context:
     all_violations: bool
     partial_order: bool = False
     classes: bool = False
+    subsume: bool = True
 
 
 def _level(
     context: _Context,
     setup: tuple[StateAbstraction, _Alphabet, System],
     parents: Parents,
+    covered: Covered,
     frontier: list[_Visit],
     *,
     keep_systems: bool,
@@ -503,9 +537,10 @@ def _level(
     abstraction, alphabet, root = setup
     slots = context.bounds.slots
     return _Level(
-        abstraction, alphabet, root, root[0].coverage, parents, frontier,
+        abstraction, alphabet, root, root[0].coverage, parents, covered, frontier,
         keep_systems=keep_systems, all_violations=context.all_violations,
         partial_order=context.partial_order,
+        subsume=context.subsume and not context.partial_order,
         slot_index={s.name: i for i, s in enumerate(slots)}, related=related_slots(slots),
         known_classes=known_classes if context.classes else None,
     )
@@ -523,8 +558,10 @@ def _setup(context: _Context) -> tuple[StateAbstraction, _Alphabet, System]:
     """The state abstraction, the alphabet and the empty meta's adapters of a search."""
     bounds = context.bounds
     alphabet: _Alphabet = [
-        (op, BUDGETED.get(op.name), _task_slot(op), op.spec.precondition is not None)
+        (op, BUDGETED.get(op.name), slot, op.spec.precondition is not None,
+         None if slot is None or op.spec.unmapped_result is None else slot_of(slot).id)
         for op in bounds.alphabet()
+        for slot in (_task_slot(op),)
     ]
     root = _start(bounds.level, context.variant, context.semantics, deferred=True)
     if context.classes:
@@ -572,10 +609,12 @@ def _expand_in_parallel(level: _Level, workers: int) -> list[_Expansion]:
 def _expand_run(run: tuple[int, int]) -> _Expansion:
     """In a forked worker: expand a run of the level it inherited."""
     assert _LEVEL is not None
-    return _expand_counted(_LEVEL, range(*run), set())
+    return _expand_counted(_LEVEL, range(*run), set(), {})
 
 
-def _expand_counted(level: _Level, positions: range, seen: set[Fingerprint]) -> _Expansion:
+def _expand_counted(
+    level: _Level, positions: range, seen: set[Fingerprint], covered: Covered
+) -> _Expansion:
     """In a worker: rebuild the states at ``positions`` from their paths, expand them, and
     report the coverage and statuses the expansion added."""
     coverage = level.coverage
@@ -583,7 +622,8 @@ def _expand_counted(level: _Level, positions: range, seen: set[Fingerprint]) -> 
     roles_before = coverage.role_rows.copy()
     classes_before = Counter(coverage.classes)
     level.abstraction.statuses.clear()
-    expansion = _expand(level, positions, None, keep_systems=False, seen=seen)
+    expansion = _expand(level, positions, None, keep_systems=False, seen=seen,
+                        covered=covered)
     expansion.lifecycle_rows = coverage.lifecycle_rows - lifecycle_before
     expansion.role_rows = coverage.role_rows - roles_before
     expansion.classes = Counter(coverage.classes) - classes_before
@@ -612,14 +652,15 @@ def _expand_on_cluster(level: _Level, context: _Context, cluster: Executor) -> l
     adopt = functools.partial(_adopt, level.abstraction, len(level.root) > 1)
     return sorted(
         (attrs.evolve(e, found=[_adopted(c, adopt(c.key)) for c in e.found],
-                      again=[adopt(k) for k in e.again])
+                      again=[(adopt(k), left) for k, left in e.again])
          for expansions in found for e in expansions),
         key=lambda e: e.start,
     )
 
 
 def _adopted(child: _Child, key: Hashable) -> _Child:
-    return attrs.evolve(child, key=key, fingerprint=fingerprint(key))
+    state = fingerprint(key)
+    return attrs.evolve(child, key=key, state=state, fingerprint=_node(state, child.left))
 
 
 def _adopt(abstraction: StateAbstraction, pair: bool, key: Hashable) -> Hashable:
@@ -645,14 +686,16 @@ def _expand_partition(context: _Context, partition: list[_Shipped]) -> list[_Exp
     if context not in setups:
         setups[context] = _setup(context)
     abstraction = setups[context][0]
-    level = _level(context, setups[context], {}, [], keep_systems=False)
+    level = _level(context, setups[context], {}, {}, [], keep_systems=False)
     seen: set[Fingerprint] = set()
+    covered: Covered = {}
     out: list[_Expansion] = []
     for position, path, left, sleep in partition:
         system = _replay(level, path)
-        key, twins = _key(abstraction, system, left)
-        level.frontier = [_Visit(key, fingerprint(key), left, twins, system, sleep)]
-        expansion = _expand_counted(level, range(1), seen)
+        key, twins = _key(abstraction, system)
+        state = fingerprint(key)
+        level.frontier = [_Visit(key, _node(state, left), state, left, twins, system, sleep)]
+        expansion = _expand_counted(level, range(1), seen, covered)
         out.append(attrs.evolve(
             expansion,
             start=position,
@@ -690,19 +733,24 @@ def _expand(
     *,
     keep_systems: bool,
     seen: set[Fingerprint] | None = None,
+    covered: Covered | None = None,
 ) -> _Expansion:
     """Every operation from each state at ``positions``, in order, each on a fork of it; the
-    successors no earlier level had, each checked once; stops at the first failure (with
-    all_violations: records it, drops the failing state and goes on). ``seen``: the
-    successors already found by the caller's earlier expansions.
+    successors no earlier level had and no node explored subsumes, each state checked once;
+    stops at the first failure (with all_violations: records it, drops the failing state and
+    goes on). ``seen`` and ``covered``: the successors already found by the caller's earlier
+    expansions.
 
     With partial-order reduction, an operation in the state's sleep set is not run, and each
     successor gets the sleep set of the operations that commute with the one that found it
     (``_Sleep``)."""
     expansion = _Expansion(positions.start)
     seen = set() if seen is None else seen
+    covered = {} if covered is None else covered
     abstraction = level.abstraction
     parents = level.parents
+    explored = level.covered
+    subsume = level.subsume
     known = level.known_classes
     first: set[str] = set()
     for position in positions:
@@ -710,12 +758,20 @@ def _expand(
         system = visit.system if visit.system is not None else _rebuild(level, visit)
         sleep = _Sleep(level, visit, system) if level.partial_order else None
         work: System | None = None
-        for op_index, (op, budget, slot, guarded) in enumerate(level.alphabet):
+        mapped = (  # a variant may not refuse; a refusal is a class of its own
+            system[0].meta.state.entries
+            if len(system) == 1 and known is None
+            else None
+        )
+        for op_index, (op, budget, slot, guarded, needs) in enumerate(level.alphabet):
             if slot in visit.twins:
                 expansion.mirrored += 1
                 continue
             if op_index in visit.sleep:
                 expansion.slept += 1
+                continue
+            if needs is not None and mapped is not None and needs not in mapped:
+                expansion.refused += 1
                 continue
             if guarded and system[0].precondition_broken(op) is not None:
                 continue  # the caller's contract: never sent
@@ -741,34 +797,42 @@ def _expand(
                         first.add(cls)
                         expansion.first_classes.append((cls, position, op_index))
             if sleep is None:
-                child, twins = _key(abstraction, work, child_left)
+                child, twins = _key(abstraction, work)
                 local = False
             else:
-                child, twins, parts = _key_parts(abstraction, work, child_left)
-                local = sleep.ran(slot, parts)
-            if child == visit.key:
+                child, twins, parts = _key_parts(abstraction, work)
+                local = sleep.ran(slot, parts, spent=child_left != visit.left)
+            if child == visit.key and (subsume or child_left == visit.left):
                 if sleep is None:
-                    continue  # the same state: keep the fork for the next operation
+                    continue  # the same node, or one it subsumes: keep the fork for the next
                 if local:
                     sleep.done(op_index)
                 if not sleep.unchanged:
                     work = None  # a relabelling of it: the next operation runs on a fresh fork
                 continue
-            child_print = fingerprint(child)
+            state = fingerprint(child)
+            child_print = _node(state, child_left)
             if sleep is not None and child_print in seen and child_print not in parents:
-                expansion.again.append(child)
-            if child_print not in parents and child_print not in seen:
-                try:
-                    _check_state(work)
-                except _Failure as failure:
-                    expansion.failures.append(_found(position, op_index, failure))
-                    if not level.all_violations:
-                        return expansion
-                    work = None  # the failing state is dropped (met again, it fails again)
-                    continue
+                expansion.again.append((child, child_left))
+            if (
+                child_print not in parents
+                and child_print not in seen
+                and not (subsume and (_covers(explored, state, child_left)
+                                      or _covers(covered, state, child_left)))
+            ):
+                if state not in explored and state not in covered:
+                    try:
+                        _check_state(work)
+                    except _Failure as failure:
+                        expansion.failures.append(_found(position, op_index, failure))
+                        if not level.all_violations:
+                            return expansion
+                        work = None  # the failing state is dropped (met again, it fails again)
+                        continue
                 seen.add(child_print)
+                covered.setdefault(state, []).append(child_left)
                 expansion.found.append(_Child(
-                    position, op_index, child, child_print, child_left, twins,
+                    position, op_index, child, child_print, state, child_left, twins,
                     work if keep_systems else None,
                     sleep.after(slot) if sleep is not None and local else frozenset(),
                 ))
@@ -793,17 +857,18 @@ class _Sleep:
 
     def __init__(self, level: _Level, visit: _Visit, system: System) -> None:
         self._level = level
-        self._parts = _key_parts(level.abstraction, system, visit.left)[2]
+        self._parts = _key_parts(level.abstraction, system)[2]
         self._done: list[tuple[int, str]] = [
             (i, cast(str, level.alphabet[i][2])) for i in sorted(visit.sleep)
         ]
         self.unchanged = True
         """The last operation left every part of the state as it was (not relabelled)."""
 
-    def ran(self, slot: str | None, parts: tuple[Parts, ...]) -> bool:
-        """Whether the operation just run, which led to ``parts``, was local."""
+    def ran(self, slot: str | None, parts: tuple[Parts, ...], *, spent: bool) -> bool:
+        """Whether the operation just run, which led to ``parts`` (and ``spent`` a budget),
+        was local."""
         self.unchanged = parts == self._parts
-        if slot is None:
+        if slot is None or spent:
             return False
         place = self._level.slot_index[slot]
         for (overall, sigs), (overall_now, sigs_now) in zip(self._parts, parts, strict=True):
@@ -871,11 +936,9 @@ def _check_state(system: System) -> None:
             ) from violation
 
 
-def _key(
-    abstraction: StateAbstraction, system: System, budgets: Budgets
-) -> tuple[Hashable, frozenset[str]]:
+def _key(abstraction: StateAbstraction, system: System) -> tuple[Hashable, frozenset[str]]:
     """The system's key, and its twin slots (twins on every side)."""
-    key, twins = abstraction.key_and_twins(system[0], budgets)
+    key, twins = abstraction.key_and_twins(system[0])
     if len(system) == 1:
         return key, twins
     variant_key, variant_twins = abstraction.key_and_twins(system[1], None)
@@ -883,14 +946,27 @@ def _key(
 
 
 def _key_parts(
-    abstraction: StateAbstraction, system: System, budgets: Budgets
+    abstraction: StateAbstraction, system: System
 ) -> tuple[Hashable, frozenset[str], tuple[Parts, ...]]:
     """``_key``, and each side's parts (state.py ``key_parts``)."""
-    key, twins, parts = abstraction.key_parts(system[0], budgets)
+    key, twins, parts = abstraction.key_parts(system[0])
     if len(system) == 1:
         return key, twins, (parts,)
     variant_key, variant_twins, variant_parts = abstraction.key_parts(system[1], None)
     return (key, variant_key), twins & variant_twins, (parts, variant_parts)
+
+
+def _node(state: Fingerprint, left: Budgets) -> Fingerprint:
+    """A node's fingerprint: its state's, with the budgets left."""
+    return fingerprint((state, left))
+
+
+def _covers(covered: Covered, state: Fingerprint, left: Budgets) -> bool:
+    """Whether a node explored in ``state`` had at least ``left`` of each budget."""
+    return any(
+        all(mine <= theirs for (_, mine), (_, theirs) in zip(left, other, strict=True))
+        for other in covered.get(state, ())
+    )
 
 
 def _task_slot(op: Op) -> str | None:

@@ -62,7 +62,7 @@ StateKey = Hashable
 Fingerprint = int
 Parts = tuple[Hashable, tuple[tuple[Any, ...], ...]]
 """A state as its key reads it before the relabelling, for partial-order reduction: the
-meta-wide part (with the budgets left and the task list's length) less the counters
+meta-wide part (with the task list's length) less the counters
 ``stream_count`` and ``paused_count``, and each slot's signature in pool order. The counters
 are left out because operations only move them (by an amount their own task's state
 decides: no operation reads them; views and invariants do), so moves on two tasks commute;
@@ -209,7 +209,8 @@ class StateAbstraction:
         return self._classes
 
     def key(self, adapter: ReferenceAdapter, extra: Hashable = None) -> StateKey:
-        """The canonical key of ``adapter`` (plus ``extra``: the explorer's remaining budgets)."""
+        """The canonical key of ``adapter`` (plus ``extra``: what the caller's search adds to
+        a state, e.g. the linearizability checker's clients)."""
         return self.key_and_twins(adapter, extra)[0]
 
     def key_and_twins(

@@ -287,3 +287,49 @@ def test_verify_explores_the_default_bounds_completely(capsys: pytest.CaptureFix
     assert not doc["role_rows"]["not_reached"]
     assert all(m["reason"] for m in doc["lifecycle_rows"]["not_reached"])
     assert summary["campaign"]["failure"] is None and summary["campaign"]["steps_run"] > 0
+
+
+# -- budget subsumption ---------------------------------------------------------------------
+
+
+def test_a_node_is_subsumed_only_by_one_with_at_least_each_budget_left() -> None:
+    explored = {7: [(("faults", 1), ("reopens", 0))]}
+    assert search._covers(explored, 7, (("faults", 1), ("reopens", 0)))
+    assert search._covers(explored, 7, (("faults", 0), ("reopens", 0)))
+    assert not search._covers(explored, 7, (("faults", 0), ("reopens", 1)))
+    assert not search._covers(explored, 7, (("faults", 2), ("reopens", 0)))
+    assert not search._covers(explored, 8, (("faults", 0), ("reopens", 0)))
+
+
+def test_the_nodes_kept_at_depth_one_are_the_maximal_ones_of_each_state() -> None:
+    """From the empty meta each call leads to a node: a state and the budgets left. The
+    reduced search keeps, for each state other than the empty meta's, the nodes no other node
+    in it has at least each budget of (the empty meta's own state, with every budget left,
+    subsumes any node back in it: the clock advanced with nothing armed, a start of nothing)."""
+    bounds = attrs.evolve(Bounds(), max_depth=1)
+    abstraction = StateAbstraction(bounds.slots, symmetry=True)
+    root = ForkableReference()
+    root.start(bounds.level)
+    full = dict(bounds.budgets())
+    nodes: dict[object, set[tuple[int, ...]]] = {abstraction.key(root): {tuple(full.values())}}
+    for op in bounds.alphabet():
+        if root.precondition_broken(op) is None:
+            after = root.fork()
+            after.call(op)
+            left = {**full, **({} if op.spec.budget is None
+                               else {op.spec.budget: full[op.spec.budget] - 1})}
+            if all(n >= 0 for n in left.values()):
+                nodes.setdefault(abstraction.key(after), set()).add(tuple(left.values()))
+
+    def maximal(lefts: set[tuple[int, ...]]) -> int:
+        return sum(
+            not any(o != mine and all(a <= b for a, b in zip(mine, o, strict=True))
+                    for o in lefts)
+            for mine in lefts
+        )
+
+    kept = sum(maximal(lefts) for lefts in nodes.values()) - 1  # less the empty meta
+    plain = sum(len(lefts) for lefts in nodes.values()) - 1
+    reduced = explore(bounds)
+    assert kept < plain == explore(bounds, subsume=False).stats.per_depth[1]
+    assert reduced.stats.per_depth == [1, kept]

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import cast
 
 import attrs
 import pytest
 
 from statemeta.errors import MisuseError
 from statemeta.explore.bounds import BUDGETED, Bounds
+from statemeta.explore.state import StateAbstraction
 from statemeta.harness import generation
 from statemeta.harness.concurrent_run import CONTENDED
 from statemeta.harness.coverage_model import LISTED_FAMILIES
@@ -26,6 +28,7 @@ from statemeta.harness.operations import (
     Param,
     Precondition,
     ops_at,
+    slot_of,
 )
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.semantics import Semantics
@@ -85,6 +88,10 @@ COLUMNS: dict[str, Callable[[OpSpec], bool]] = {
     "concurrent_weight": lambda s: _is_weight(s.concurrent_weight),
     "client_handles": lambda s: _is_bool(s.client_handles)
     and (not s.client_handles or "task" in {p.name for p in s.params}),
+    "unmapped_result": lambda s: s.unmapped_result is None
+    or (s.level >= 2 and "task" in {p.name for p in s.params}
+        and isinstance(s.unmapped_result, tuple) and len(s.unmapped_result) == 2
+        and s.unmapped_result[0] in ("ok", "error")),
     "coverage": lambda s: isinstance(s.coverage, tuple)
     and len(set(s.coverage)) == len(s.coverage) and set(s.coverage) <= LISTED_FAMILIES,
 }
@@ -105,6 +112,7 @@ BROKEN: dict[str, object] = {
     "reopens": None,
     "concurrent_weight": 0,
     "client_handles": None,
+    "unmapped_result": ("refused", "UnknownTaskError"),
     "coverage": ("row",),
 }
 """A value each column's check must refuse."""
@@ -279,3 +287,73 @@ def test_client_handles_marks_the_operations_that_use_the_caller_s_handles() -> 
         if (adapter.handles, adapter.given_back) != (reference.handles, reference.given_back):
             changing.add(op.name)
     assert changing == {s.name for s in OP_SPECS.values() if s.client_handles}
+
+
+# -- the unmapped result column -------------------------------------------------------------
+
+_KEYS = StateAbstraction(TASK_POOL, symmetry=False)
+
+
+def _breadth_states(semantics: Semantics, depth: int) -> Iterator[ReferenceAdapter]:
+    """Every state within ``depth`` operations of the empty level-3 meta (each once)."""
+    reference = ReferenceAdapter(check_invariants=False, semantics=semantics)
+    reference.start(3)
+    frontier, keys = [reference], {_KEYS.key(reference)}
+    for _ in range(depth):
+        found: list[ReferenceAdapter] = []
+        for state in frontier:
+            yield state
+            for op in ALPHABET:
+                if state.precondition_broken(op) is None:
+                    after = state.fork()
+                    after.call(op)
+                    key = _KEYS.key(after)
+                    if key not in keys:
+                        keys.add(key)
+                        found.append(after)
+        frontier = found
+    yield from frontier
+
+
+def _false_claims(specs: dict[str, OpSpec], states: Iterable[ReferenceAdapter]) -> set[str]:
+    """The operations whose ``unmapped_result`` some state contradicts: called there on a task
+    the meta does not map, it returned something else or changed the state."""
+    claims = [op for op in ALPHABET if specs[op.name].unmapped_result is not None]
+    false: set[str] = set()
+    for state in states:
+        key = _KEYS.key(state)
+        for op in claims:
+            if op.name in false or slot_of(str(op.arg("task"))).id in state.meta.state.entries:
+                continue
+            kind, value = cast(tuple[str, object], specs[op.name].unmapped_result)
+            after = state.fork()
+            if after.call(op) != {kind: value} or _KEYS.key(after) != key:
+                false.add(op.name)
+    return false
+
+
+def _unmapped_states(semantics: Semantics) -> Iterator[ReferenceAdapter]:
+    return itertools.chain(
+        _breadth_states(semantics, 2),
+        _walk_states(semantics, 19, 120),
+        _walk_states(semantics, 23, 120),
+    )
+
+
+@pytest.mark.parametrize("semantics", list(Semantics))
+def test_each_unmapped_result_holds_in_every_state_tried(semantics: Semantics) -> None:
+    """The explorer does not run these calls: the claim is checked in every state within two
+    operations and along two random walks with faults, timers and reopens."""
+    assert _false_claims(OP_SPECS, _unmapped_states(semantics)) == set()
+
+
+def test_a_false_unmapped_result_is_caught() -> None:
+    """start_one of an unmapped task during a start round may record a failed start, and
+    report_launch may succeed: claiming they change nothing is refuted."""
+    specs = {
+        **OP_SPECS,
+        **{name: attrs.evolve(OP_SPECS[name], unmapped_result=("error", "UnknownTaskError"))
+           for name in ("start_one", "report_launch")},
+    }
+    states = itertools.chain(*(_unmapped_states(semantics) for semantics in Semantics))
+    assert _false_claims(specs, states) == {"start_one", "report_launch"}
