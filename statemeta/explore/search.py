@@ -40,7 +40,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Literal, NamedTuple, Protocol, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 import attrs
 
@@ -56,7 +56,7 @@ from statemeta.explore.state import (
 )
 from statemeta.harness.failure import Failure, Step
 from statemeta.harness.normalize import Json
-from statemeta.harness.operations import REOPENS, CallResult, Op, slot_of
+from statemeta.harness.operations import REOPENS, Op, slot_of
 from statemeta.harness.reference import Coverage, ReferenceAdapter
 from statemeta.invariants import check_view, reopen, store_mirror
 from statemeta.lifecycle import TaskStatus
@@ -242,28 +242,10 @@ those of a node explored in the same state at the same or a lesser depth is subs
 path from it is a path from that node, within the bounds (docs/formal-checking.md)."""
 System = list["ForkableReference"]
 """The reference, and the variant when one is explored."""
-Inert = frozenset[tuple[str, type, object]] | None
-"""The results (key, type, value) after which a call changed nothing; None: any result."""
-
-
-class _Call(NamedTuple):
-    """One operation of the alphabet, with what the search reads of its row."""
-
-    op: Op
-    budget: str | None
-    """The budget it spends."""
-    slot: str | None
-    """The slot it names."""
-    guarded: bool
-    """It has a precondition (never run where the reference says it is broken)."""
-    needs: TaskId | None
-    """Its task's id, if it changes nothing where that task is not mapped
-    (``unmapped_result``)."""
-    inert: Inert | Literal[False]
-    """The results after which it changed nothing (``inert``); False: none."""
-
-
-_Alphabet = list[_Call]
+_Alphabet = list[tuple[Op, str | None, str | None, bool, TaskId | None]]
+"""Each operation, the budget it spends, the slot it names, whether it has a precondition
+(the operation table's column: never run where the reference says it is broken), and the
+id of its task if it changes nothing where that task is not mapped (``unmapped_result``)."""
 
 
 @attrs.frozen
@@ -460,7 +442,7 @@ def explore(
             for cls, position, op_index in expansion.first_classes:
                 if cls not in class_paths:
                     path = _path(parents, frontier[position].fingerprint)
-                    class_paths[cls] = (*path, alphabet[op_index].op)
+                    class_paths[cls] = (*path, alphabet[op_index][0])
             for child in expansion.found:  # a failing expansion found nothing after it
                 if child.fingerprint in parents:
                     _wake(next_frontier, found_here.get(child.fingerprint))
@@ -469,7 +451,7 @@ def explore(
                     continue  # an earlier run of the frontier found a node that subsumes it
                 covered.setdefault(child.state, []).append(child.left)
                 parent = frontier[child.position].fingerprint
-                parents[child.fingerprint] = (parent, alphabet[child.op_index].op)
+                parents[child.fingerprint] = (parent, alphabet[child.op_index][0])
                 has_child.add(parent)
                 new_states += 1
                 if level.keep_systems:
@@ -483,7 +465,7 @@ def explore(
         stats.states += new_states
         stats.per_depth.append(new_states)
         for failure_found in failures[:1] if first is not None else failures:
-            op = alphabet[failure_found.op_index].op
+            op = alphabet[failure_found.op_index][0]
             if (failure_found.invariant, op.name) in met:
                 continue  # a shortest trace of it is already kept
             met.add((failure_found.invariant, op.name))
@@ -576,9 +558,8 @@ def _setup(context: _Context) -> tuple[StateAbstraction, _Alphabet, System]:
     """The state abstraction, the alphabet and the empty meta's adapters of a search."""
     bounds = context.bounds
     alphabet: _Alphabet = [
-        _Call(op, BUDGETED.get(op.name), slot, op.spec.precondition is not None,
-              None if slot is None or op.spec.unmapped_result is None else slot_of(slot).id,
-              _inert(op.spec.inert))
+        (op, BUDGETED.get(op.name), slot, op.spec.precondition is not None,
+         None if slot is None or op.spec.unmapped_result is None else slot_of(slot).id)
         for op in bounds.alphabet()
         for slot in (_task_slot(op),)
     ]
@@ -777,10 +758,12 @@ def _expand(
         system = visit.system if visit.system is not None else _rebuild(level, visit)
         sleep = _Sleep(level, visit, system) if level.partial_order else None
         work: System | None = None
-        alone = len(system) == 1  # a variant may not refuse, nor change nothing where it does
-        mapped = system[0].meta.state.entries if alone and known is None else None  # (a
-        # refusal is a class of its own)
-        for op_index, (op, budget, slot, guarded, needs, inert) in enumerate(level.alphabet):
+        mapped = (  # a variant may not refuse; a refusal is a class of its own
+            system[0].meta.state.entries
+            if len(system) == 1 and known is None
+            else None
+        )
+        for op_index, (op, budget, slot, guarded, needs) in enumerate(level.alphabet):
             if slot in visit.twins:
                 expansion.mirrored += 1
                 continue
@@ -799,9 +782,8 @@ def _expand(
                 continue
             if work is None:
                 work = _fork(system)
-            results: list[dict[str, Json]] = []
             try:
-                _step(work, op, results)
+                _step(work, op, [])
             except _Failure as failure:
                 expansion.failures.append(_found(position, op_index, failure))
                 if not level.all_violations:
@@ -815,8 +797,6 @@ def _expand(
                         first.add(cls)
                         expansion.first_classes.append((cls, position, op_index))
             if sleep is None:
-                if inert is not False and alone and _unchanged(inert, results[0]):
-                    continue  # the same state (the operation table says so): keep the fork
                 child, twins = _key(abstraction, work)
                 local = False
             else:
@@ -879,7 +859,7 @@ class _Sleep:
         self._level = level
         self._parts = _key_parts(level.abstraction, system)[2]
         self._done: list[tuple[int, str]] = [
-            (i, cast(str, level.alphabet[i].slot)) for i in sorted(visit.sleep)
+            (i, cast(str, level.alphabet[i][2])) for i in sorted(visit.sleep)
         ]
         self.unchanged = True
         """The last operation left every part of the state as it was (not relabelled)."""
@@ -900,7 +880,7 @@ class _Sleep:
         return True
 
     def done(self, op_index: int) -> None:
-        self._done.append((op_index, cast(str, self._level.alphabet[op_index].slot)))
+        self._done.append((op_index, cast(str, self._level.alphabet[op_index][2])))
 
     def after(self, slot: str | None) -> frozenset[int]:
         """The sleep set of the successor a local operation on ``slot`` found."""
@@ -979,24 +959,6 @@ def _key_parts(
 def _node(state: Fingerprint, left: Budgets) -> Fingerprint:
     """A node's fingerprint: its state's, with the budgets left."""
     return fingerprint((state, left))
-
-
-def _inert(results: tuple[CallResult, ...] | Literal["any"]) -> Inert | Literal[False]:
-    """The ``inert`` column as the search reads it."""
-    if results == "any":
-        return None
-    return frozenset((key, type(value), value) for key, value in results) if results else False
-
-
-def _unchanged(inert: Inert, result: dict[str, Json]) -> bool:
-    """Whether ``result`` is one after which the call changed nothing (a heartbeat sent is a
-    change: the result then holds it)."""
-    if inert is None:
-        return "heartbeats" not in result
-    if len(result) != 1:
-        return False
-    ((key, value),) = result.items()
-    return isinstance(value, (str, bool, int)) and (key, type(value), value) in inert
 
 
 def _covers(covered: Covered, state: Fingerprint, left: Budgets) -> bool:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 import attrs
 
@@ -253,7 +253,7 @@ _START_ONE = Precondition(
 )
 
 
-CallResult = tuple[str, str | bool]
+UnmappedResult = tuple[str, str | bool]
 """A call's result as ("ok", value) or ("error", class name)."""
 
 
@@ -301,17 +301,12 @@ class OpSpec:
     client_handles: bool
     """It takes or gives back a handle of the calling client (the linearizability spec keeps
     one set of handles per client and checks such calls per task)."""
-    unmapped_result: CallResult | None
+    unmapped_result: UnmappedResult | None
     """Called on a task the meta does not map, in any state and either semantics, it returns
     this (``{"ok": False}`` as ``("ok", False)``) and changes nothing: the explorer does not
     run it there (a test checks the claim in every state within small bounds). None: its
     result or effect there depends on more (release: the handles held; start_one: a start
     round in progress; report_launch, register, corrupt_record)."""
-    inert: tuple[CallResult, ...] | Literal["any"]
-    """The results after which it has changed nothing, in any state and either semantics
-    ("any": it only reads); the unmapped result is one. The explorer keeps the state it ran it
-    in instead of keying it again (a test checks the claim in the states of an exhaustive
-    search at the default bounds)."""
     coverage: tuple[str, ...]
     """The families of classes of behaviour its steps can show beyond every operation's
     (table rows, and its outcome or result: statemeta.harness.coverage_model): a heartbeat
@@ -325,15 +320,14 @@ def _params(**kinds: str) -> tuple[Param, ...]:
 
 
 _TASK = _params(task="task")
-_UNKNOWN_TASK: CallResult = ("error", "UnknownTaskError")
-_REFUSED: tuple[CallResult, ...] = (("ok", "rejected"), _UNKNOWN_TASK)
+_UNKNOWN_TASK: UnmappedResult = ("error", "UnknownTaskError")
 _TASK_EVENT = _params(task="task", event="event")
 _TASK_TWO_PHASE = _params(task="task", event="two_phase_event")
 
 # The columns after the doc and the arguments: the handler on the reference, the precondition,
 # outcome; generation weight and draw rank; the explorer's budget; commits, reopens;
-# concurrent runs' weight, client handles; the result on an unmapped task, the results that
-# change nothing; the coverage families its steps can show.
+# concurrent runs' weight, client handles; the result on an unmapped task; the coverage
+# families its steps can show.
 _SPECS: tuple[OpSpec, ...] = (
     # -- level 1: one lifecycle per pool slot --------------------------------------------------
     OpSpec("handle", 1, "streamTaskHandleEvent on the slot's lifecycle -> outcome "
@@ -341,33 +335,28 @@ _SPECS: tuple[OpSpec, ...] = (
            handler="do_handle", precondition=_HANDLE, outcome=True,
            weight=3, draw_rank=80, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=()),
     OpSpec("complete", 1, "the second phase of a started init / init_scanhist -> outcome",
            _TASK_TWO_PHASE,
            handler="do_complete", precondition=_COMPLETE, outcome=True,
            weight=1, draw_rank=40, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=()),
     OpSpec("restore", 1, "streamTaskRestoreStatus (the lifecycle's resume) -> outcome", _TASK,
            handler="do_restore", precondition=_RESUME, outcome=True,
            weight=1, draw_rank=50, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=()),
     OpSpec("reset", 1, "streamTaskResetStatus: back to uninit, nothing active/waiting/saved "
            "-> null", _TASK,
            handler="do_reset", precondition=None, outcome=False,
            weight=1, draw_rank=60, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=()),
     OpSpec("set_ready", 1, "streamTaskSetStatusReady -> outcome (rejected while dropping)", _TASK,
            handler="do_set_ready", precondition=None, outcome=True,
            weight=1, draw_rank=70, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=()),
     # -- level 2: the meta in memory -----------------------------------------------------------
     OpSpec("register", 2, "streamMetaRegisterTask(slot record, ver 1) -> bool (false: "
@@ -375,20 +364,17 @@ _SPECS: tuple[OpSpec, ...] = (
            handler="do_register", precondition=None, outcome=False,
            weight=2, draw_rank=130, budget=None, commits=True, reopens=False,
            concurrent_weight=4, client_handles=False, unmapped_result=None,
-           inert=(("ok", False),),
            coverage=("fault",)),
     OpSpec("unregister", 2, "streamMetaUnregisterTask -> removed/deferred/not_found", _TASK,
            handler="do_unregister", precondition=None, outcome=False,
            weight=1, draw_rank=140, budget=None, commits=True, reopens=False,
            concurrent_weight=4, client_handles=False, unmapped_result=("ok", "not_found"),
-           inert=(("ok", "not_found"),),
            coverage=("fault", "round")),
     OpSpec("acquire", 2, "streamMetaAcquireTask -> bool (false: missing, stopping or dropping); "
            "the adapter keeps the handle", _TASK,
            handler="do_acquire", precondition=None, outcome=False,
            weight=1, draw_rank=150, budget=None, commits=False, reopens=False,
            concurrent_weight=4, client_handles=True, unmapped_result=("ok", False),
-           inert=(("ok", False),),
            coverage=("refs",)),
     OpSpec("release", 2, "streamMetaReleaseTask of the slot's latest outstanding handle (none "
            "outstanding: the last handle given back again, or a never-issued one) -> null",
@@ -396,7 +382,6 @@ _SPECS: tuple[OpSpec, ...] = (
            handler="do_release", precondition=None, outcome=False,
            weight=1, draw_rank=160, budget=None, commits=False, reopens=False,
            concurrent_weight=4, client_handles=True, unmapped_result=None,
-           inert=(("error", "ReleaseError"),),
            coverage=("refs",)),
     OpSpec("handle_event", 2, "streamTaskHandleEvent on a mapped task -> outcome (init / "
            "init_scanhist of a task with nothing downstream: applied at once, as complete_event)",
@@ -404,7 +389,6 @@ _SPECS: tuple[OpSpec, ...] = (
            handler="do_handle_event", precondition=_HANDLE, outcome=True,
            weight=2, draw_rank=90, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=_UNKNOWN_TASK,
-           inert=_REFUSED,
            coverage=("round",)),
     OpSpec("complete_event", 2, "the second phase of init / init_scanhist -> outcome "
            "(applied: downstream-ready, a ready result, its fill-history task launched)",
@@ -412,20 +396,17 @@ _SPECS: tuple[OpSpec, ...] = (
            handler="do_complete_event", precondition=_COMPLETE, outcome=True,
            weight=1, draw_rank=100, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=_UNKNOWN_TASK,
-           inert=_REFUSED,
            coverage=("round",)),
     OpSpec("resume", 2, "streamTaskResume -> outcome", _TASK,
            handler="do_resume", precondition=_RESUME, outcome=True,
            weight=1, draw_rank=110, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=_UNKNOWN_TASK,
-           inert=_REFUSED,
            coverage=()),
     OpSpec("begin_checkpoint", 2, "gen_checkpoint recording checkpoint id `checkpoint` "
            "(trans id 1) -> outcome", _params(task="task", checkpoint="checkpoint"),
            handler="do_begin_checkpoint", precondition=_CHECKPOINT, outcome=True,
            weight=1, draw_rank=120, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=_UNKNOWN_TASK,
-           inert=_REFUSED,
            coverage=()),
     OpSpec("save_task", 2, "streamMetaSaveTask of the in-memory record with the current status "
            "byte and the checkpoint in progress (if any) -> null; durable at the next commit",
@@ -433,67 +414,57 @@ _SPECS: tuple[OpSpec, ...] = (
            handler="do_save_task", precondition=None, outcome=False,
            weight=2, draw_rank=170, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=_UNKNOWN_TASK,
-           inert=(_UNKNOWN_TASK,),
            coverage=("fault",)),
     OpSpec("commit", 2, "streamMetaCommit -> null", (),
            handler="do_commit", precondition=None, outcome=False,
            weight=2, draw_rank=180, budget=None, commits=True, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("fault",)),
     OpSpec("load_all", 2, "streamMetaLoadAllTasks -> {loaded, removed, duplicates, "
            "undecodable: [key hex], cleared}", (),
            handler="do_load_all", precondition=None, outcome=False,
            weight=1, draw_rank=190, budget=None, commits=True, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("fault", "load")),
     OpSpec("latest_checkpoint_id", 2, "streamMetaGetLatestCheckpointId -> int", (),
            handler="do_latest_checkpoint_id", precondition=None, outcome=False,
            weight=1, draw_rank=10, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert="any",
            coverage=()),
     OpSpec("start_all", 2, "streamMetaStartAllTasks -> [[id, started/ready/failed/skipped], ...] "
            "(ready: downstream-ready already, or at once with nothing downstream)", (),
            handler="do_start_all", precondition=None, outcome=False,
            weight=1, draw_rank=210, budget="start_rounds", commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("start", "round")),
     OpSpec("start_one", 2, "streamMetaStartOneTask -> started/ready/failed/skipped (not mapped: "
            "a failed result, then the error UnknownTaskError)", _TASK,
            handler="do_start_one", precondition=_START_ONE, outcome=False,
            weight=1, draw_rank=220, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("start", "round")),
     OpSpec("report_launch", 2, "streamMetaAddTaskLaunchResult -> bool (false: ignored)",
            _params(task="task", ready="bool"),
            handler="do_report_launch", precondition=None, outcome=False,
            weight=2, draw_rank=230, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("round",)),
     OpSpec("all_tasks_ready", 2, "streamMetaAllTasksReady -> bool", (),
            handler="do_all_tasks_ready", precondition=None, outcome=False,
            weight=1, draw_rank=20, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert="any",
            coverage=()),
     OpSpec("stop_all", 2, "streamMetaStopAllTasks -> [id, ...] stopped (the before-close "
            "heartbeat first, when armed)", (),
            handler="do_stop_all", precondition=None, outcome=False,
            weight=1, draw_rank=240, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("heartbeat",)),
     OpSpec("notify_close", 2, "streamMetaNotifyClose -> int (tasks with an active task timer)",
            (),
            handler="do_notify_close", precondition=None, outcome=False,
            weight=1, draw_rank=250, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=()),
     OpSpec("clear", 2, "streamMetaClear: every task leaves memory (list, map, counters, the "
            "open round's results); role, stage, heartbeat and the open transaction stay -> null",
@@ -501,42 +472,36 @@ _SPECS: tuple[OpSpec, ...] = (
            handler="do_clear", precondition=None, outcome=False,
            weight=1, draw_rank=270, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("round",)),
     OpSpec("reset_start_info", 2, "streamMetaResetStartInfo: the open start round is dropped, "
            "uncompleted (no callback) -> null", (),
            handler="do_reset_start_info", precondition=None, outcome=False,
            weight=1, draw_rank=280, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("round",)),
     OpSpec("update_stage_role", 2, "streamMetaUpdateStageRole -> role (uninit/leader/follower)",
            _params(stage="stage", is_leader="bool"),
            handler="do_update_stage_role", precondition=None, outcome=False,
            weight=2, draw_rank=300, budget="role_changes", commits=False, reopens=False,
            concurrent_weight=2, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("heartbeat",)),
     OpSpec("advance_clock", 2, "move the virtual clock `ms` forward, firing timers (heartbeat "
            "ticks, trigger and task timers) -> null", _params(ms="ms"),
            handler="do_advance_clock", precondition=None, outcome=False,
            weight=2, draw_rank=310, budget="clock_advances", commits=True, reopens=False,
            concurrent_weight=2, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("fault", "heartbeat", "round", "timer")),
     OpSpec("start_task_timer", 2, "arm a task timer of 100 ms (timerActive + 1 until it fires) "
            "-> null", _TASK,
            handler="do_start_task_timer", precondition=None, outcome=False,
            weight=1, draw_rank=320, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=_UNKNOWN_TASK,
-           inert=(_UNKNOWN_TASK,),
            coverage=()),
     OpSpec("report_downstream_update", 2, "queue node `node` for the next heartbeat -> null",
            _params(task="task", node="node"),
            handler="do_report_downstream_update", precondition=None, outcome=False,
            weight=1, draw_rank=330, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=_UNKNOWN_TASK,
-           inert=(_UNKNOWN_TASK,),
            coverage=()),
     # -- level 3: persistence ------------------------------------------------------------------
     OpSpec("close_reopen", 3, "streamMetaClose, then open the same path and load_all -> the "
@@ -544,14 +509,12 @@ _SPECS: tuple[OpSpec, ...] = (
            handler="do_close_reopen", precondition=None, outcome=False,
            weight=2, draw_rank=340, budget="reopens", commits=True, reopens=True,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("load", "reopen")),
     OpSpec("crash_reopen", 3, "drop the process (no close: the open transaction is lost, "
            "timers die), then open the same path and load_all -> the load report", (),
            handler="do_crash_reopen", precondition=None, outcome=False,
            weight=2, draw_rank=350, budget="reopens", commits=True, reopens=True,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("load", "reopen")),
     OpSpec("corrupt_record", 3, "a crash leaves a torn write: the slot's record cut to its first "
            "12 bytes, which do not decode, committed under its key; then open the same path and "
@@ -560,7 +523,6 @@ _SPECS: tuple[OpSpec, ...] = (
            handler="do_corrupt_record", precondition=None, outcome=False,
            weight=1, draw_rank=370, budget="faults", commits=True, reopens=True,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=("load", "reopen")),
     OpSpec("fail_next", 3, "the next `op` call on the store (begin/put/delete/commit) fails "
            "with StoreFault, without effect (a failed commit aborts) -> null",
@@ -568,7 +530,6 @@ _SPECS: tuple[OpSpec, ...] = (
            handler="do_fail_next", precondition=None, outcome=False,
            weight=2, draw_rank=360, budget="faults", commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
-           inert=(),
            coverage=()),
 )
 

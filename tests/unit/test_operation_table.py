@@ -65,19 +65,6 @@ def _valid_params(s: OpSpec) -> bool:
     )
 
 
-def _valid_inert(s: OpSpec) -> bool:
-    """"any" (it only reads), or results as (ok/error, value), the unmapped result among
-    them."""
-    if s.inert == "any":
-        return s.unmapped_result is None
-    return (
-        isinstance(s.inert, tuple)
-        and all(isinstance(r, tuple) and len(r) == 2 and r[0] in ("ok", "error")
-                for r in s.inert)
-        and (s.unmapped_result is None or s.unmapped_result in s.inert)
-    )
-
-
 def _unique_rank(s: OpSpec) -> bool:
     """An int no other operation has (the walks' ranks are checked where they are drawn)."""
     others = [o.draw_rank for o in OP_SPECS.values() if o.name != s.name]
@@ -105,7 +92,6 @@ COLUMNS: dict[str, Callable[[OpSpec], bool]] = {
     or (s.level >= 2 and "task" in {p.name for p in s.params}
         and isinstance(s.unmapped_result, tuple) and len(s.unmapped_result) == 2
         and s.unmapped_result[0] in ("ok", "error")),
-    "inert": _valid_inert,
     "coverage": lambda s: isinstance(s.coverage, tuple)
     and len(set(s.coverage)) == len(s.coverage) and set(s.coverage) <= LISTED_FAMILIES,
 }
@@ -127,7 +113,6 @@ BROKEN: dict[str, object] = {
     "concurrent_weight": 0,
     "client_handles": None,
     "unmapped_result": ("refused", "UnknownTaskError"),
-    "inert": (("ok", "not_found"), "rejected"),
     "coverage": ("row",),
 }
 """A value each column's check must refuse."""
@@ -347,18 +332,8 @@ def _false_claims(specs: dict[str, OpSpec], states: Iterable[ReferenceAdapter]) 
     return false
 
 
-def _round_after_clear(semantics: Semantics) -> Iterator[ReferenceAdapter]:
-    """A start round whose members clear has unmapped: a launch report still counts there."""
-    reference = ReferenceAdapter(check_invariants=False, semantics=semantics)
-    reference.start(3)
-    for op in (Op.of("register", task="s1"), Op.of("start_all"), Op.of("clear")):
-        reference.call(op)
-    yield reference
-
-
 def _unmapped_states(semantics: Semantics) -> Iterator[ReferenceAdapter]:
     return itertools.chain(
-        _round_after_clear(semantics),
         _breadth_states(semantics, 2),
         _walk_states(semantics, 19, 120),
         _walk_states(semantics, 23, 120),
@@ -382,46 +357,3 @@ def test_a_false_unmapped_result_is_caught() -> None:
     }
     states = itertools.chain(*(_unmapped_states(semantics) for semantics in Semantics))
     assert _false_claims(specs, states) == {"start_one", "report_launch"}
-
-
-def _false_inert(specs: dict[str, OpSpec], states: Iterable[ReferenceAdapter]) -> set[str]:
-    """The operations whose ``inert`` results some state contradicts: called there, one of
-    them came back and the state had changed."""
-    claims = [op for op in ALPHABET if specs[op.name].inert]
-    false: set[str] = set()
-    for state in states:
-        key = _KEYS.key(state)
-        for op in claims:
-            if op.name in false or state.precondition_broken(op) is not None:
-                continue
-            after = state.fork()
-            result = after.call(op)
-            inert = specs[op.name].inert
-            claimed = inert == "any" or (
-                len(result) == 1 and next(iter(result.items())) in inert
-            )
-            if claimed and _KEYS.key(after) != key:
-                false.add(op.name)
-    return false
-
-
-@pytest.mark.parametrize("semantics", list(Semantics))
-def test_each_inert_result_holds_in_every_state_tried(semantics: Semantics) -> None:
-    """Beside the exhaustive check at the default bounds (tests/properties/
-    test_search_reductions.py): states within two operations and along two walks."""
-    assert _false_inert(OP_SPECS, _unmapped_states(semantics)) == set()
-
-
-def test_a_false_inert_result_is_caught() -> None:
-    """A launch report on a task clear has unmapped still counts in its start round, and an
-    applied event changes the status: claiming they change nothing is refuted."""
-    specs = {
-        **OP_SPECS,
-        "report_launch": attrs.evolve(OP_SPECS["report_launch"], inert=(("ok", False),)),
-        "handle_event": attrs.evolve(OP_SPECS["handle_event"], inert=(("ok", "applied"),)),
-    }
-    assert _false_inert(specs, _unmapped_states(Semantics.INTENDED)) == {
-        "report_launch", "handle_event"
-    }
-
-
