@@ -33,8 +33,10 @@ pair, once.)
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import multiprocessing
+import struct
 import threading
 import time
 from collections import Counter
@@ -957,8 +959,10 @@ def _key_parts(
 
 
 def _node(state: Fingerprint, left: Budgets) -> Fingerprint:
-    """A node's fingerprint: its state's, with the budgets left."""
-    return fingerprint((state, left))
+    """A node's fingerprint: its state's, with the budgets left (in the one order of the
+    bounds' budgets)."""
+    packed = struct.pack(f">Q{len(left)}Q", state, *(n for _, n in left))
+    return int.from_bytes(hashlib.blake2b(packed, digest_size=8).digest(), "big")
 
 
 def _covers(covered: Covered, state: Fingerprint, left: Budgets) -> bool:
