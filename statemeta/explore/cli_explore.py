@@ -71,6 +71,10 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
                             help=f"at most this many {help_text} (default: %(default)s)")
     parser.add_argument("--no-symmetry", dest="symmetry", action="store_false",
                         help="no symmetry reduction (interchangeable tasks kept apart)")
+    parser.add_argument("--no-subsumption", dest="subsume", action="store_false",
+                        help="explore a state again wherever it is met with other budgets "
+                        "left (by default a node with at most each budget of one explored in "
+                        "its state is not: docs/formal-checking.md)")
     parser.add_argument("--partial-order", action="store_true",
                         help="partial-order reduction (sleep sets): the same states, fewer "
                         "transitions (docs/formal-checking.md)")
@@ -163,6 +167,7 @@ def _search(
                 variant=variant,
                 symmetry=args.symmetry,
                 partial_order=args.partial_order,
+                subsume=args.subsume,
                 keep_paths=keep_paths,
                 progress=progress,
                 workers=args.workers,
