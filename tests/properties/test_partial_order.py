@@ -15,20 +15,11 @@ from statemeta.explore.search import Exploration, explore
 from statemeta.explore.state import related_slots
 from statemeta.harness.variants import VARIANTS
 from tests.properties.test_explore_variants import CATCHING_BOUNDS
+from tests.properties.test_search_reductions import verdicts
 
 
 def _verdicts(result: Exploration) -> tuple[object, ...]:
-    return (
-        result.stats.states,
-        result.stats.per_depth,
-        set(result.coverage.lifecycle_rows),
-        set(result.coverage.role_rows),
-        result.statuses,
-        sorted(
-            (v.invariant, v.operation, len(v.counterexample.steps), v.counterexample.kind)
-            for v in result.violations
-        ),
-    )
+    return (result.stats.states, result.stats.per_depth, *verdicts(result))
 
 
 @pytest.mark.parametrize("semantics", ["intended", "seed"])

@@ -18,7 +18,9 @@ from tests.properties.test_explore_variants import CATCHING_BOUNDS
 SMALL = attrs.evolve(Bounds(), max_depth=3)
 
 
-def _verdicts(result: Exploration) -> tuple[object, ...]:
+def verdicts(result: Exploration) -> tuple[object, ...]:
+    """What a reduction must keep: rows, statuses, violations (shared with
+    test_partial_order.py, which also compares the states)."""
     return (
         set(result.coverage.lifecycle_rows),
         set(result.coverage.role_rows),
@@ -35,7 +37,7 @@ def _verdicts(result: Exploration) -> tuple[object, ...]:
 def test_subsumption_keeps_every_verdict_of_the_reference(semantics: str) -> None:
     plain = explore(SMALL, semantics=semantics, all_violations=True, subsume=False)
     reduced = explore(SMALL, semantics=semantics, all_violations=True)
-    assert _verdicts(reduced) == _verdicts(plain)
+    assert verdicts(reduced) == verdicts(plain)
     assert reduced.stats.states < plain.stats.states
     assert reduced.stats.transitions < plain.stats.transitions
 
@@ -62,7 +64,7 @@ def test_subsumption_keeps_every_verdict_of_each_variant(variant: str) -> None:
     plain = explore(bounds, variant=variant, all_violations=True, subsume=False)
     reduced = explore(bounds, variant=variant, all_violations=True)
     assert plain.violations  # the variant is caught...
-    assert _verdicts(reduced) == _verdicts(plain)  # ...the same way, at the same lengths
+    assert verdicts(reduced) == verdicts(plain)  # ...the same way, at the same lengths
     assert reduced.stats.refused == 0  # a variant may not refuse: every call is run
 
 
@@ -74,7 +76,7 @@ def test_refusals_keep_every_state_and_verdict(
     for name, spec in operations.OP_SPECS.items():
         monkeypatch.setitem(operations.OP_SPECS, name, attrs.evolve(spec, unmapped_result=None))
     running = explore(SMALL, semantics=semantics, all_violations=True)
-    assert _verdicts(refusing) == _verdicts(running)
+    assert verdicts(refusing) == verdicts(running)
     assert refusing.stats.per_depth == running.stats.per_depth
     assert running.stats.refused == 0 < refusing.stats.refused
     assert refusing.stats.transitions + refusing.stats.refused == running.stats.transitions
@@ -83,7 +85,7 @@ def test_refusals_keep_every_state_and_verdict(
 def test_workers_find_what_the_serial_search_finds() -> None:
     serial = explore(SMALL)
     parallel = explore(SMALL, workers=2)
-    assert _verdicts(parallel) == _verdicts(serial)
+    assert verdicts(parallel) == verdicts(serial)
     assert (parallel.stats.per_depth, parallel.stats.transitions, parallel.stats.refused) == (
         serial.stats.per_depth, serial.stats.transitions, serial.stats.refused
     )
