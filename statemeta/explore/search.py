@@ -63,6 +63,7 @@ from statemeta.harness.reference import Coverage, ReferenceAdapter
 from statemeta.invariants import check_view, reopen, store_mirror
 from statemeta.lifecycle import TaskStatus
 from statemeta.meta.core import TASK_TABLE
+from statemeta.meta.persist import dropped_at_load
 from statemeta.roles import Role, RoleEvent
 from statemeta.semantics import Semantics
 from statemeta.store import MemoryStore
@@ -1043,7 +1044,7 @@ def _loads(key: bytes, value: bytes) -> bool:
     """Whether load_all loads a record: it decodes, and it was not persisted as DROPPING
     (cached: the same few records are reopened at every level)."""
     try:
-        if decode_task(value).task_status == TaskStatus.DROPPING:
+        if dropped_at_load(decode_task(value)):
             return False
         decode_task_key(key)
     except StatemetaError:

@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 
 from statemeta.codec import decode_hb
+from statemeta.errors import MisuseError
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import OP_SPECS, Op, task_slot
 from statemeta.lifecycle import LIFECYCLE_ROWS, TaskLifecycle
@@ -271,7 +272,11 @@ def classify(
     if name in _OPS["refs"]:
         out.append(f"refs:{name}:{_bucket(before.refs, 3)}")
     ticks = _bucket(before.ticks, 3)
-    for payload in _strings(result.get("heartbeats")):
+    heartbeats = _strings(result.get("heartbeats"))
+    if heartbeats and name not in _OPS["heartbeat"]:
+        raise MisuseError(f"{name} sent a heartbeat, but its row's coverage column does not "
+                          "list the heartbeat family (statemeta/harness/operations.py)")
+    for payload in heartbeats:
         out += [f"heartbeat:{name}:{shape}:ticks={ticks}" for shape in _heartbeat_shapes(payload)]
     if name in _OPS["load"] and isinstance(value, dict):
         out += [f"load:{name}:{shape}" for shape in _load_shapes(value)]

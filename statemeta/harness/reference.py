@@ -80,6 +80,7 @@ from statemeta.meta import (
     VirtualClock,
 )
 from statemeta.meta.core import TASK_TABLE
+from statemeta.meta.persist import dropped_at_load
 from statemeta.roles import RoleEvent, role_row
 from statemeta.semantics import Semantics
 from statemeta.store import (
@@ -547,7 +548,7 @@ class ReferenceAdapter:
             return lifecycle_before(self._lifecycles[str(op.arg("task"))])
         meta = self.meta
         dropping = op.name in REOPENS and self.backend == "memory" and any(
-            r is not None and r.task_status == TaskStatus.DROPPING
+            r is not None and dropped_at_load(r)
             for r in self.committed_records().values()
         )
         return meta_before(op, meta.state, self._clock.now_ms(), self.store.armed_faults(),

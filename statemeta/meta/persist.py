@@ -81,6 +81,13 @@ class SkippedRecord:
     reason: str
 
 
+def dropped_at_load(task: StreamTask) -> bool:
+    """Persisted as DROPPING: load deletes it (and commits the deletion) instead of loading it.
+    The one reading of that status in a stored record (the explorer and the coverage classes
+    ask it too)."""
+    return task.task_status == TaskStatus.DROPPING
+
+
 @attrs.frozen
 class LoadReport:
     """What load_all did with each record of task.db, in key byte order."""
@@ -147,7 +154,7 @@ def plan_load(
                 aborted = e
                 break
             continue
-        dropping = task.task_status == TaskStatus.DROPPING
+        dropping = dropped_at_load(task)
         if task.id in mapped and not (dropping and dropping_first):
             duplicates.append(task.id)
         elif dropping:

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import settings
 
 from statemeta.cli import main
+from statemeta.errors import MisuseError
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.search import explore
 from statemeta.harness.check import check_settings, run_check, unchecked_reference
@@ -30,6 +31,7 @@ from statemeta.harness.coverage_model import (
     FAMILIES,
     ROLE_CLASSES,
     ROW_CLASSES,
+    classify,
     families_table,
     family_of,
 )
@@ -72,6 +74,17 @@ def test_each_class_is_shown_only_by_operations_whose_row_lists_its_family(
         if family.name in ("row", "role"):
             continue
         assert path[-1].name in family.ops, (cls, path[-1])
+
+
+def test_a_heartbeat_from_an_operation_whose_row_does_not_list_the_family_is_refused() -> None:
+    """classify guards the coverage column: a heartbeat class is never counted for an
+    operation the column does not list (a table that forgot one fails loudly)."""
+    reference = ReferenceAdapter()
+    reference.start(2)
+    op = Op.of("register", task="s1")
+    before = reference._before(op)
+    with pytest.raises(MisuseError, match="register sent a heartbeat"):
+        classify(op, before, {"ok": True, "heartbeats": ["00"]})
 
 
 def test_the_coverage_page_shows_the_families_and_the_corpus_as_they_are() -> None:
