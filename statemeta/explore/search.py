@@ -212,10 +212,12 @@ class Exploration:
 
 
 class _Failure(Exception):
+    """A step or a state check failed: what failed (the harness's ``Failure``, without the
+    views a replay adds) and the invariant (or failure kind) that names it."""
+
     def __init__(self, kind: str, detail: str, invariant: str) -> None:
         super().__init__(detail)
-        self.kind = kind
-        self.detail = detail
+        self.failure = Failure(kind, detail)
         self.invariant = invariant
 
 
@@ -226,12 +228,8 @@ class _Found:
     position: int
     """Its state's place in the frontier."""
     op_index: int
-    kind: str
-    detail: str
+    failure: Failure
     invariant: str
-
-    def failure(self) -> _Failure:
-        return _Failure(self.kind, self.detail, self.invariant)
 
 
 Parents = dict[Fingerprint, tuple[Fingerprint, Op] | None]
@@ -408,7 +406,7 @@ def explore(
     try:
         _check_state(root)
     except _Failure as failure:
-        violation = _violation(start, [], failure)
+        violation = _violation(start, [], failure.failure)
         violations[violation.invariant, violation.operation] = violation
         stopped = not all_violations
         frontier = []
@@ -473,7 +471,7 @@ def explore(
                 continue  # a shortest trace of it is already kept
             met.add((failure_found.invariant, op.name))
             path = [*_path(parents, frontier[failure_found.position].fingerprint), op]
-            violation = _violation(start, path, failure_found.failure())
+            violation = _violation(start, path, failure_found.failure)
             violations.setdefault((violation.invariant, violation.operation), violation)
         if first is not None:
             stopped = True
@@ -905,8 +903,8 @@ class ForkableReference(ReferenceAdapter):
         self.meta.check_state = not self.deferred_state_checks
 
 
-def _found(position: int, op_index: int, failure: _Failure) -> _Found:
-    return _Found(position, op_index, failure.kind, failure.detail, failure.invariant)
+def _found(position: int, op_index: int, failed: _Failure) -> _Found:
+    return _Found(position, op_index, failed.failure, failed.invariant)
 
 
 def _fork(system: System) -> System:
@@ -1063,7 +1061,7 @@ def _path(parents: Parents, state: Fingerprint) -> list[Op]:
     return ops
 
 
-def _violation(start: Callable[[], System], ops: Sequence[Op], failure: _Failure) -> Violation:
+def _violation(start: Callable[[], System], ops: Sequence[Op], failure: Failure) -> Violation:
     """Replays ``ops`` on fresh adapters (made by ``start``) to record each side's results
     (and to fail again, at the last operation)."""
     system = start()
@@ -1078,7 +1076,9 @@ def _violation(start: Callable[[], System], ops: Sequence[Op], failure: _Failure
             except _Failure as again:
                 reference = results[0] if results else {"error": "InvariantViolation"}
                 steps.append(Step(op, reference, results[1] if len(results) > 1 else None))
-                failed = Failure(again.kind, again.detail, *_views(system))
+                reference_view, variant_view = _views(system)
+                failed = attrs.evolve(again.failure, reference_view=reference_view,
+                                      sut_view=variant_view)
                 cex = Counterexample(tuple(steps), failed)
                 return Violation(again.invariant, cex)
             steps.append(Step(op, results[0], results[1] if variant else None))
