@@ -69,20 +69,30 @@ def test_the_search_keeps_one_fingerprint_per_distinct_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Every key the search computes, fingerprinted: as many fingerprints as distinct keys
-    (no state split in two, none merged with another), and as many states as either."""
+    (no state split in two, none merged with another); every node (a state's fingerprint with
+    the budgets left) likewise; and, without subsumption, as many nodes explored as distinct
+    nodes met."""
     keys: set[object] = set()
-    key = search._key
+    nodes: set[tuple[int, object]] = set()
+    key, node = search._key, search._node
 
-    def recording(abstraction: Any, system: Any, budgets: Any) -> Any:
-        found = key(abstraction, system, budgets)
+    def record_key(abstraction: Any, system: Any) -> Any:
+        found = key(abstraction, system)
         keys.add(found[0])
         return found
 
-    monkeypatch.setattr(search, "_key", recording)
-    result = search.explore(SMALL)
+    def record_node(state: int, left: Any) -> int:
+        nodes.add((state, left))
+        return node(state, left)
+
+    monkeypatch.setattr(search, "_key", record_key)
+    monkeypatch.setattr(search, "_node", record_node)
+    result = search.explore(SMALL, subsume=False)
     assert len({fingerprint(k) for k in keys}) == len(keys)
-    # the keys of states dropped as seen are among them: each distinct key is one state
-    assert result.stats.states == len(keys)
+    assert len({node(s, left) for s, left in nodes}) == len(nodes)
+    # the nodes dropped as seen are among them: each distinct node is explored once
+    assert result.stats.states == len(nodes)
+    assert len(nodes) > len(keys)  # budgets do tell nodes of one state apart
 
 
 def test_the_collision_probability_is_n_squared_over_two_to_the_bits_plus_one() -> None:
