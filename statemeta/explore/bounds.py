@@ -75,6 +75,15 @@ class Bounds:
         slot_names = tuple(s.name for s in self.slots)
         return tuple(op for spec in ops_at(self.level) for op in calls_of(spec, slot_names))
 
+    def deep(self) -> Bounds:
+        """``statemeta verify``'s second search: the fill-history pair alone, the same
+        budgets, one operation deeper. The rows that need five operations are one stream
+        task's (a checkpoint interrupted or done: four operations reach CK, the fifth applies
+        the event), and the pair has one; the pair alone at depth 5 is about a third of the
+        nodes of every slot at depth 5 (docs/formal-checking.md)."""
+        return attrs.evolve(self, stream_tasks=0, fill_history=True, trigger_timer=False,
+                            no_downstream=False, max_depth=self.max_depth + 1)
+
     def to_json(self) -> dict[str, int | bool | list[str]]:
         out: dict[str, int | bool | list[str]] = attrs.asdict(self)
         out["slots"] = [s.name for s in self.slots]

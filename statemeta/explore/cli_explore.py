@@ -27,9 +27,10 @@ from statemeta.cli_args import (
 from statemeta.errors import ClusterError
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.cluster import DaskCluster, connect
-from statemeta.explore.coverage import format_report, invariant_ids, report
+from statemeta.explore.coverage import format_report, invariant_ids, report, rows_of
 from statemeta.explore.search import Counterexample, Exploration, Stats, Violation, explore
 from statemeta.harness.campaign import run_campaign
+from statemeta.harness.coverage_model import rows_lines
 from statemeta.harness.variants import VARIANTS
 from statemeta.json_output import json_text
 from statemeta.semantics import Semantics
@@ -44,6 +45,8 @@ CAMPAIGN_EXAMPLES = 100
 CAMPAIGN_STEPS = 50
 """Steps per example (Hypothesis' default stateful_step_count)."""
 DEFAULT_TRACE = Path("explore-counterexample.json")
+DEEP_TRACE = Path("explore-counterexample-deep.json")
+"""verify's second search's counterexample (``Bounds.deep``)."""
 DEFAULT_TRACE_DIR = Path("explore-violations")
 
 
@@ -241,7 +244,7 @@ def write_findings(
         doc["trace"] = str(trace)
         doc["violations"][0]["trace"] = str(trace)
         return
-    trace_dir.mkdir(exist_ok=True)
+    trace_dir.mkdir(parents=True, exist_ok=True)
     for number, (violation, entry) in enumerate(
         zip(result.violations, doc["violations"], strict=True), start=1
     ):
@@ -314,6 +317,9 @@ def run_sut(command: str, result: Exploration) -> dict[str, Any]:
 
 def configure_verify(parser: argparse.ArgumentParser) -> None:
     add_bound_options(parser)
+    parser.add_argument("--no-deep", dest="deep", action="store_false",
+                        help="leave out the second search (the fill-history pair alone, the "
+                        "same budgets, one operation deeper: docs/formal-checking.md)")
     parser.add_argument("--examples", type=positive_int, default=CAMPAIGN_EXAMPLES,
                         help="property campaign examples (default: %(default)s)")
     parser.add_argument("--steps", type=positive_int, default=CAMPAIGN_STEPS,
@@ -324,34 +330,54 @@ def configure_verify(parser: argparse.ArgumentParser) -> None:
 
 def run_verify(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    result = _search(args, bounds_from(args))
-    if isinstance(result, int):
-        return result
-    doc = report(result)
-    write_findings(result, doc, DEFAULT_TRACE, args.trace_dir)
+    bounds = bounds_from(args)
+    searches = [(bounds, DEFAULT_TRACE, args.trace_dir)]
+    if args.deep:
+        searches.append((bounds.deep(), DEEP_TRACE, args.trace_dir / "deep"))
+    results: list[Exploration] = []
+    docs: list[dict[str, Any]] = []
+    for searched, trace, trace_dir in searches:
+        if results and results[0].counterexample is not None and not results[0].all_violations:
+            break  # the first failure stops verify as it stops a search
+        result = _search(args, searched)
+        if isinstance(result, int):
+            return result
+        doc = report(result)
+        write_findings(result, doc, trace, trace_dir)
+        results.append(result)
+        docs.append(doc)
     campaign = run_campaign(args.examples, args.steps, semantics=args.semantics)
     campaign_doc = campaign.to_json()
     steps, failure = campaign.steps, campaign.failure
-    ok = result.counterexample is None and failure is None
+    ok = all(r.counterexample is None for r in results) and failure is None
+    rows = rows_of(*results)
     summary = {
         "ok": ok,
-        "semantics": result.semantics.value,
-        "explore": doc,
+        "semantics": results[0].semantics.value,
+        "explore": docs[0],
+        "deep": docs[1] if len(docs) > 1 else None,
+        **rows,
         "campaign": campaign_doc,
         "seconds": round(time.perf_counter() - started, 1),
     }
     if args.json:
         print(json_text(summary))
     else:
-        lifecycle = doc["lifecycle_rows"]
-        roles = doc["role_rows"]
+        print(_text(docs[0]))
+        if len(docs) > 1:
+            print(f"\ndeep search: {_bounds_text(docs[1])}\n{_text(docs[1])}")
+        print("\nthe searches together:\n" + "\n".join(rows_lines(rows)))
+        lifecycle = rows["lifecycle_rows"]
+        roles = rows["role_rows"]
         campaign_rows = campaign_doc["lifecycle_rows"]
-        print(_text(doc))
+        explored = " and ".join(
+            f"{doc['states']} states {_bounds_text(doc)}" for doc in docs
+        )
         print(
-            f"\nverify ({doc['semantics']} semantics): {doc['states']} states "
-            + ("explored exhaustively" if result.complete else "explored up to a counterexample")
-            + f" (depth {doc['depth']}), "
-            f"lifecycle rows {len(lifecycle['taken'])}/{lifecycle['total']}, role rows "
+            f"\nverify ({docs[0]['semantics']} semantics): {explored} "
+            + ("explored exhaustively" if all(r.complete for r in results)
+               else "explored up to a counterexample")
+            + f", lifecycle rows {len(lifecycle['taken'])}/{lifecycle['total']}, role rows "
             f"{len(roles['taken'])}/{roles['total']}, {len(invariant_ids())} invariants checked "
             f"in every state; property campaign: {steps} steps in the directed corpus "
             f"({campaign_doc['directed']} paths) and {args.examples} examples, lifecycle rows "
@@ -362,6 +388,11 @@ def run_verify(args: argparse.Namespace) -> int:
             + f"; {summary['seconds']} s: {'OK' if ok else 'FAILED'}"
         )
     return 0 if ok else 1
+
+
+def _bounds_text(doc: dict[str, Any]) -> str:
+    """Where a search went, for the summary: its slots and depth."""
+    return f"({', '.join(doc['bounds']['slots'])}; depth {doc['depth']})"
 
 
 COMMANDS = {

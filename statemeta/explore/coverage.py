@@ -3,13 +3,14 @@ the size and speed of the search; as JSON for machines and as text for people.""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from statemeta import invariants
 from statemeta.explore.search import Exploration, Violation
 from statemeta.explore.state import FINGERPRINT_BITS, collision_probability
 from statemeta.harness.coverage_model import rows_json, rows_lines
-from statemeta.tables import Role, RoleRow, TransitionRow
+from statemeta.tables import Role, RoleEvent, RoleRow, TaskStatus, TransitionRow
 
 
 def invariant_ids() -> tuple[str, ...]:
@@ -24,26 +25,38 @@ def invariant_ids() -> tuple[str, ...]:
     return tuple(ids)
 
 
-def report(result: Exploration) -> dict[str, Any]:
-    """The report as a JSON value."""
-    bounds = result.bounds
-    roles_seen = {r[0] for r in result.coverage.role_rows}
-    roles_seen |= {r[2] for r in result.coverage.role_rows} | {Role.UNINIT}
+def rows_of(*results: Exploration) -> dict[str, Any]:
+    """The table rows the searches took between them (``rows_json``'s shape), each row not
+    reached with why: for one search, the report's; for several, ``verify``'s."""
+    depths = "/".join(str(r.bounds.max_depth) for r in results)
+    changes = "/".join(str(r.bounds.role_changes) for r in results)
+    lifecycle: Counter[TransitionRow] = Counter()
+    roles: Counter[tuple[Role, RoleEvent, Role]] = Counter()
+    statuses: set[TaskStatus] = set()
+    for result in results:
+        lifecycle.update(result.coverage.lifecycle_rows)
+        roles.update(result.coverage.role_rows)
+        statuses |= result.statuses
+    roles_seen = {r[0] for r in roles} | {r[2] for r in roles} | {Role.UNINIT}
 
     def why_lifecycle(row: TransitionRow) -> str:
-        if row.from_status not in result.statuses:
+        if row.from_status not in statuses:
             return f"no task is ever {row.from_status.name} within the bounds"
         return (f"{row.from_status.name} is reached, but not with {row.event.name} "
-                f"applied within {bounds.max_depth} operations")
+                f"applied within {depths} operations")
 
     def why_role(row: RoleRow) -> str:
         if row.from_role not in roles_seen:
             return f"{row.from_role.name} is never reached within the bounds"
-        return (f"not taken within {bounds.max_depth} operations and {bounds.role_changes} "
-                "role changes")
+        return f"not taken within {depths} operations and {changes} role changes"
 
-    rows = rows_json(result.coverage.lifecycle_rows, result.coverage.role_rows,
-                     why_lifecycle, why_role)
+    return rows_json(lifecycle, roles, why_lifecycle, why_role)
+
+
+def report(result: Exploration) -> dict[str, Any]:
+    """The report as a JSON value."""
+    bounds = result.bounds
+    rows = rows_of(result)
     stats = result.stats
     counterexample = result.counterexample
     return {

@@ -18,16 +18,14 @@ import attrs
 from statemeta.codec import (
     StreamTask,
     TaskId,
-    decode_task,
     decode_task_key,
     encode_task,
     encode_task_key,
 )
-from statemeta.errors import ReleaseError, StatemetaError
+from statemeta.errors import ReleaseError
 from statemeta.lifecycle import StatusChange, TaskLifecycle, TaskStatus
 from statemeta.meta import heartbeat
 from statemeta.meta.core import MetaCore, TaskHandle
-from statemeta.meta.persist import LoadReport
 from statemeta.meta.start_round import StartRound
 from statemeta.meta.state import ArmedTimer, HeartbeatState
 from statemeta.meta.stream_meta import StreamMeta
@@ -171,22 +169,8 @@ class ReleaseBelowZero(MetaCore):
 
 
 class DroppingKeptAtLoad(MetaCore):
-    def load_all(self) -> LoadReport:
-        loaded: list[StreamTask] = []
-        duplicates = []
-        for _key, value in self.tasks.items():
-            try:
-                task = decode_task(value)
-            except StatemetaError:
-                continue
-            if task.id in self.state.entries:
-                duplicates.append(task.id)
-            else:
-                loaded.append(task)  # a DROPPING record loads like any other
-        for task in loaded:
-            self._add_entry(task, task.checkpoint_ver + 1)
-        self.state.loaded = True
-        return LoadReport(tuple(t.id for t in loaded), (), tuple(duplicates), (), ())
+    def _dropped_at_load(self, task: StreamTask) -> bool:
+        return False  # a DROPPING record loads like any other
 
 
 class StartRoundByCount(MetaCore):

@@ -68,7 +68,7 @@ from statemeta.lifecycle import (
 from statemeta.meta import heartbeat
 from statemeta.meta.effects import SendHeartbeat
 from statemeta.meta.entry import TaskEntry
-from statemeta.meta.persist import LoadReport, plan_load
+from statemeta.meta.persist import LoadReport, dropped_at_load, plan_load
 from statemeta.meta.registry import (
     CHECK_DOWNSTREAM_INTERVAL,
     CHECKPOINT_KEY_LEN,
@@ -312,9 +312,8 @@ class MetaCore(MetaRestart, MetaStarting):
         """
         state = self.state
         mapped = {tid: e.task for tid, e in state.entries.items()}
-        plan = plan_load(
-            self.tasks.items(), mapped, self.codec, self.expand, self.profile, state.removed
-        )
+        plan = plan_load(self.tasks.items(), mapped, self.codec, self.expand, self.profile,
+                         state.removed, self._dropped_at_load)
 
         def apply() -> None:
             for task in plan.add:
@@ -333,6 +332,10 @@ class MetaCore(MetaRestart, MetaStarting):
         if plan.aborted is not None:
             raise plan.aborted  # M4: the seed's load returns -1 (what it loaded stays)
         return plan.report
+
+    def _dropped_at_load(self, task: StreamTask) -> bool:
+        """Whether load_all deletes ``task``'s record (persist.dropped_at_load)."""
+        return dropped_at_load(task)
 
     def latest_checkpoint_id(self) -> int:
         """streamMetaGetLatestCheckpointId: the largest stored checkpointId (0 if none).

@@ -127,6 +127,7 @@ def plan_load(
     expand: ExpandHook,
     profile: Profile,
     removed_before: Collection[TaskId] = (),
+    is_dropping: Callable[[StreamTask], bool] = dropped_at_load,
 ) -> LoadPlan:
     """The plan of load_all over ``rows`` (key byte order), ``mapped`` being the map's records.
 
@@ -136,7 +137,8 @@ def plan_load(
     expand hook may raise: nothing is planned then.
 
     The seed stops the walk at an undecodable record (M4: ``aborted``) and recycles a DROPPING
-    record whose id is mapped (M5)."""
+    record whose id is mapped (M5). ``is_dropping`` reads a record as DROPPING (a broken variant
+    reads none so)."""
     aborts = profile.seed(Switch.LOAD_ABORTS_ON_UNDECODABLE)  # M4
     dropping_first = profile.seed(Switch.DROPPING_BEFORE_DUPLICATE)  # M5
     aborted: Exception | None = None
@@ -154,7 +156,7 @@ def plan_load(
                 aborted = e
                 break
             continue
-        dropping = dropped_at_load(task)
+        dropping = is_dropping(task)
         if task.id in mapped and not (dropping and dropping_first):
             duplicates.append(task.id)
         elif dropping:

@@ -275,18 +275,52 @@ def test_explore_cli_prints_json_and_exits_0(capsys: pytest.CaptureFixture[str])
 
 
 def test_verify_explores_the_default_bounds_completely(capsys: pytest.CaptureFixture[str]) -> None:
-    """The main job, at its default size, in this process (the parallel search has its tests)."""
+    """The main job, at its default size, in this process (the parallel search has its tests):
+    the wide search leaves the rows of an interrupted checkpoint to the deep one, and the two
+    together take every row of both tables."""
     code = main(["verify", "--json", "--workers", "1"])
     summary = json.loads(capsys.readouterr().out)
-    doc = summary["explore"]
+    doc, deep = summary["explore"], summary["deep"]
     assert code == 0 and summary["ok"]
-    assert summary["semantics"] == doc["semantics"] == "intended"
-    assert doc["violations"] == [] and not doc["all_violations"]
+    assert summary["semantics"] == doc["semantics"] == deep["semantics"] == "intended"
+    assert doc["violations"] == deep["violations"] == [] and not doc["all_violations"]
     assert doc["complete"] and doc["depth"] == Bounds().max_depth
+    assert deep["complete"] and deep["depth"] == Bounds().max_depth + 1
     assert doc["bounds"]["slots"] == ["s1", "s3", "f1", "h1"]
+    assert deep["bounds"]["slots"] == ["f1", "h1"]
     assert not doc["role_rows"]["not_reached"]
     assert all(m["reason"] for m in doc["lifecycle_rows"]["not_reached"])
+    for table in ("lifecycle_rows", "role_rows"):
+        assert summary[table]["not_reached"] == []
+        assert len(summary[table]["taken"]) == summary[table]["total"]
     assert summary["campaign"]["failure"] is None and summary["campaign"]["steps_run"] > 0
+
+
+def test_verify_without_the_deep_search_reports_the_wide_one_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["--stream-tasks", "1", "--no-fill-history", "--max-depth", "2", "--workers", "1",
+            "--examples", "1", "--steps", "1", "--json"]
+    assert main(["verify", *args, "--no-deep"]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert alone["deep"] is None
+    assert {t: alone[t] for t in ("lifecycle_rows", "role_rows")} == {
+        t: alone["explore"][t] for t in ("lifecycle_rows", "role_rows")}
+    assert main(["verify", *args]) == 0
+    both = json.loads(capsys.readouterr().out)
+    assert both["deep"]["bounds"]["slots"] == ["f1", "h1"] and both["deep"]["depth"] == 3
+    taken = {r["row"] for r in both["lifecycle_rows"]["taken"]}
+    assert taken == ({r["row"] for r in both["explore"]["lifecycle_rows"]["taken"]}
+                     | {r["row"] for r in both["deep"]["lifecycle_rows"]["taken"]})
+    assert taken > {r["row"] for r in alone["lifecycle_rows"]["taken"]}
+
+
+def test_the_deep_bounds_are_the_pair_alone_with_the_same_budgets_one_operation_deeper() -> None:
+    wide = Bounds(stream_tasks=1, trigger_timer=True, no_downstream=True, fill_history=False,
+                  role_changes=3, faults=0, max_depth=6)
+    deep = wide.deep()
+    assert [s.name for s in deep.slots] == ["f1", "h1"]
+    assert deep.budgets() == wide.budgets() and deep.max_depth == 7
 
 
 # -- budget subsumption ---------------------------------------------------------------------
