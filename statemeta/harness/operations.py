@@ -466,8 +466,9 @@ _SPECS: tuple[OpSpec, ...] = (
            weight=1, draw_rank=250, budget=None, commits=False, reopens=False,
            concurrent_weight=1, client_handles=False, unmapped_result=None,
            coverage=()),
-    OpSpec("clear", 2, "streamMetaClear: every task leaves memory (list, map, counters, the "
-           "open round's results); role, stage, heartbeat and the open transaction stay -> null",
+    OpSpec("clear", 2, "streamMetaClear: every task leaves memory (list, map, counters; an "
+           "open round completes, the seed's stays open with its results emptied); role, "
+           "stage, heartbeat and the open transaction stay -> null",
            (),
            handler="do_clear", precondition=None, outcome=False,
            weight=1, draw_rank=270, budget=None, commits=False, reopens=False,

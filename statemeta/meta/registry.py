@@ -330,27 +330,32 @@ class MetaRegistry:
         if started is None:
             return False
         result = LaunchResult(tid, ready, started.started_ms, self.now)
-        if self.by_count:
-            return started.record_seed(result)  # M7: the seed's two sets
-        return started.record(result)
+        if not self.by_count:
+            return started.record(result)
+        accepted = started.record_seed(result)  # M7: the seed's two sets, counted as each
+        if started.count == len(self.state.entries):  # result comes (AddTaskLaunchResult)
+            self._complete_round(started)
+        return accepted
 
     def _complete_round_if_done(self) -> None:
-        info = self.state.start
-        started = info.round
-        if started is None or not self._round_done(started):
+        """Run as each operation that can change a round's verdict ends (a result recorded,
+        a member gone): the round completes when every member still mapped has a result. The
+        seed (M7) counts as each result is recorded instead (``_record_launch``)."""
+        started = self.state.start.round
+        if self.by_count or started is None or not self._round_done(started):
             return
+        self._complete_round(started)
+
+    def _round_done(self, started: StartRound) -> bool:
+        return started.complete(self.state.entries)
+
+    def _complete_round(self, started: StartRound) -> None:
+        info = self.state.start
         result = started.result(self.now)
         info.round = None
         info.completed += 1
         info.last = result
         self.outbox.append(StartComplete(result))
-
-    def _round_done(self, started: StartRound) -> bool:
-        """A round completes when every listed task still mapped has a result (in the seed:
-        when it has as many results as the map has tasks, checked as each operation ends)."""
-        if self.by_count:
-            return started.count == len(self.state.entries)
-        return started.complete(self.state.entries)
 
     def _rollback(self) -> None:
         """Back to the last commit, in the store and in the records save_task changed."""

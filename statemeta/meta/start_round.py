@@ -9,7 +9,8 @@ start-complete callback once. A round over zero tasks completes at once. TDengin
 
 The seed (M7, ``record_seed``) puts any id into the set of its kind unless that set has it
 already (taosHashPut with update = false), so one id can be in both sets and a non-member in
-either, and the round completes when the two sets together number the map's tasks.
+either, and the round completes when the two sets together number the map's tasks, compared
+as each result is recorded (and only then).
 """
 
 from __future__ import annotations

@@ -252,23 +252,23 @@ def test_a_trace_directory_must_be_one(tmp_path: Path, capsys: pytest.CaptureFix
 def test_the_seed_start_round_defect_is_found_and_replays(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """M7: the seed counts a result for an id outside the round (here the fill-history task
-    of a stream task whose INIT is rejected); the trace replays against the served seed."""
+    """M7: the seed records a result for an id outside the round (here a fill-history task
+    registered after start_all) and counts it; the trace replays against the served seed."""
     out = tmp_path / "seed"
     code = main(["explore", "--stream-tasks", "0", "--role-changes", "0", "--reopens", "0",
-                 "--faults", "0", "--clock-advances", "0", "--max-depth", "3",
+                 "--faults", "0", "--clock-advances", "0", "--max-depth", "4",
                  "--semantics", "seed", "--json", "--trace-dir", str(out)])
     doc = json.loads(capsys.readouterr().out)
     assert code == 1
     found = {(v["invariant"], v["operation"]): v for v in doc["violations"]}
-    entry = found["start-round", "start_all"]
-    assert entry["length"] == 3 and "results for non-members" in entry["detail"]
+    entry = found["start-round", "report_launch"]
+    assert entry["length"] == 4 and "results for non-members" in entry["detail"]
     assert main(["replay", entry["trace"]]) == 0
     assert "start-round 1" in capsys.readouterr().out
     assert main(["replay", entry["trace"], "--semantics", "intended"]) == 1
     intended = explore(
         Bounds(stream_tasks=0, role_changes=0, reopens=0, faults=0, clock_advances=0,
-               max_depth=3),
+               max_depth=4),
         all_violations=True,
     )
     assert intended.violations == ()

@@ -9,7 +9,7 @@ import pytest
 from meta_support import fill_history_pair, open_meta, task
 
 from statemeta.codec import NO_RELATED_TASK, EpSet
-from statemeta.lifecycle import TaskEvent, TaskStatus
+from statemeta.lifecycle import Outcome, TaskEvent, TaskStatus
 from statemeta.meta import META_HB_CHECK_INTERVAL, StartRoundResult, StartStep, VirtualClock
 from statemeta.meta.facade import ThreadSafeStreamMeta
 from statemeta.roles import Role
@@ -49,7 +49,11 @@ def test_restart_keeps_role_stage_and_heartbeat(tmp_path: Path, semantics: str) 
         (), 0, 0, 0
     )
     assert (cleared.role, cleared.stage, cleared.heartbeat) == (Role.LEADER, 4, before)
-    assert cleared.start_round.open and cleared.start_round.ready == ()  # taskStarting kept
+    if semantics == "seed":  # taskStarting kept, its sets emptied (M7)
+        assert cleared.start_round.open and cleared.start_round.ready == ()
+    else:  # no member left in memory: the round completes with the results it had
+        assert not cleared.start_round.open
+        assert [(r.ready, r.failed) for r in rounds] == [((task(1).id,), ())]
     assert not cleared.loaded  # store-mirror waits for the reload
     assert clock.pending == 1  # the heartbeat chain only: the trigger timers are gone
 
@@ -57,16 +61,37 @@ def test_restart_keeps_role_stage_and_heartbeat(tmp_path: Path, semantics: str) 
     assert set(report.loaded) == {task(1).id, task(2).id}
     steps = dict(meta.start_all())
     assert set(steps.values()) == {StartStep.STARTED}
-    assert meta.view().start_round.superseded == 1
+    assert meta.view().start_round.superseded == (1 if semantics == "seed" else 0)
     for i in (1, 2):
         meta.complete_event(0x10, i, TaskEvent.INIT)
         meta.report_launch(0x10, i, True)
-    assert [r.ready for r in rounds] == [(task(1).id, task(2).id)]
+    assert rounds[-1].ready == (task(1).id, task(2).id)
+    assert len(rounds) == (1 if semantics == "seed" else 2)
     after = meta.view()
     assert (after.role, after.stage) == (Role.LEADER, 4)
     assert {t.status for t in after.tasks} == {TaskStatus.READY}
     clock.advance(4000)  # the chain counted on through the restart: its 25th tick at 4.8 s
     assert transport.sent == [24 * META_HB_CHECK_INTERVAL]
+
+
+@SEMANTICS
+def test_a_round_left_open_by_clear_waits_for_a_result(tmp_path: Path, semantics: str) -> None:
+    """After clear nothing but a recorded result completes the seed's round (its count of
+    results against the map's size is taken in AddTaskLaunchResult only); the intended
+    round has completed in clear itself, so no later operation completes it, not even an
+    event the task rejects."""
+    rounds: list[StartRoundResult] = []
+    meta = open_meta(tmp_path, semantics=semantics, on_start_complete=rounds.append)
+    meta.register(task(1), 5)
+    meta.start_all()
+    meta.clear()
+    assert len(rounds) == (0 if semantics == "seed" else 1)
+    meta.register(task(2), 5)
+    assert meta.handle_event(0x10, 2, TaskEvent.SCANHIST_DONE) is Outcome.REJECTED
+    assert meta.view().start_round.open is (semantics == "seed")
+    assert meta.report_launch(0x10, 2, True) is (semantics == "seed")  # the seed takes any id
+    assert not meta.view().start_round.open
+    assert len(rounds) == 1
 
 
 @SEMANTICS

@@ -434,6 +434,54 @@ def test_the_seed_start_all_over_no_tasks_opens_no_round(tmp_path: Path) -> None
     assert (len(rounds["intended"]), len(rounds["seed"])) == (1, 0)
 
 
+def round_left_by_an_unregister(open_: Open, _path: Path) -> object:
+    rounds: list[object] = []
+    meta = open_(on_start_complete=rounds.append)
+    meta.register(T1, 5)
+    meta.register(T2, 5)
+    meta.start_all()
+    meta.complete_event(0x10, 1, E.INIT)  # T1 ready, T2 pending
+    meta.unregister(0x10, 2)  # the seed's count (1) is the map's size now, but no result came
+    open_after_unregister = meta.start_round().open
+    meta.report_launch(0x10, 1, True)  # refused (T1 has its result), yet the seed counts here
+    return open_after_unregister, len(rounds)
+
+
+def round_that_completes_inside_start_all(open_: Open, _path: Path) -> object:
+    rounds: list[Any] = []
+    meta = open_(store_factory=faulty_factory, on_start_complete=rounds.append)
+    store = meta.store
+    assert isinstance(store, FaultyStore)
+    store.fail_next("commit")
+    error_of(lambda: meta.register(T2, 5))  # the seed lists T2 (M2), the reference does not
+    meta.register(T1, 5)
+    meta.handle_event(0x10, 1, E.STOP)  # not acquirable: start_all records it failed
+    meta.start_all()
+    return [r.failed for r in rounds]
+
+
+@pytest.mark.parametrize(
+    ("trace", "intended", "seed"),
+    [
+        (round_left_by_an_unregister, (False, 1), (True, 1)),
+        # The seed: T2's failure (1 result, 1 task mapped) completes the round before T1 is
+        # started; T1's failure comes after it and is not recorded.
+        (round_that_completes_inside_start_all, [(T1.id,)], [(T2.id,)]),
+    ],
+    ids=["unregister", "inside_start_all"],
+)
+def test_the_seed_counts_a_round_as_each_result_comes(
+    trace: Callable[[Open, Path], object], intended: object, seed: object, tmp_path: Path
+) -> None:
+    """M7: the seed compares its count of results with the map's size in
+    AddTaskLaunchResult, as each result is recorded, and nowhere else."""
+    shown = MetaShown(trace, intended, seed)
+    assert run_meta(shown, "intended", tmp_path / "intended") == intended
+    assert run_meta(shown, "seed", tmp_path / "seed") == seed
+    only = Profile.only(Switch.ROUND_COMPLETES_BY_COUNT, Switch.REGISTER_LISTS_FIRST)
+    assert run_meta(shown, only, tmp_path / "only") == seed
+
+
 def test_check_mode_skips_the_state_invariants_a_meta_switch_breaks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
