@@ -347,6 +347,7 @@ class MetaRegistry:
         self._complete_round(started)
 
     def _round_done(self, started: StartRound) -> bool:
+        """The reference's verdict on an open round (a method: a broken variant changes it)."""
         return started.complete(self.state.entries)
 
     def _complete_round(self, started: StartRound) -> None:

@@ -35,8 +35,8 @@ class MetaRestart(MetaRegistry):
         state.stream_count = 0
         state.paused_count = 0
         state.loaded = False  # the stored tasks are not in memory until the next load_all
-        self._complete_round_if_done()
-        if state.start.round is not None:
+        self._complete_round_if_done()  # no member is mapped: the reference's round completes
+        if state.start.round is not None:  # the seed's, kept open (M7): its sets emptied
             state.start.round.ready.clear()
             state.start.round.failed.clear()
 
