@@ -79,6 +79,7 @@ def report(result: Exploration) -> dict[str, Any]:
         "depth": stats.depth,
         "states_per_depth": stats.per_depth,
         "seconds": round(stats.seconds, 3),
+        "step_seconds": round(stats.step_seconds, 3),
         "states_per_second": round(stats.states_per_second, 1),
         "transitions_per_second": round(stats.transitions / stats.seconds, 1)
         if stats.seconds
@@ -117,6 +118,8 @@ def format_report(doc: dict[str, Any]) -> str:
         f"depth {doc['depth']}, in {doc['seconds']:.1f} s ({doc['states_per_second']:.0f} "
         f"states/s, {doc['transitions_per_second']:.0f} transitions/s)"
         + (" with symmetry reduction" if doc["symmetry"] else ""),
+        f"of which running the operations on the reference: {doc['step_seconds']:.1f} s "
+        "(summed over workers: what the states cost with no key, copy or search)",
         f"states first found per depth: {doc['states_per_depth']}",
         f"transitions not run as mirrors of symmetric ones: {doc['mirrored_transitions']}"
         f"; as refusals on unmapped tasks: {doc['refused_transitions']}"

@@ -94,7 +94,8 @@ class Executor(Protocol):
 
 @attrs.define(slots=True)
 class Stats:
-    """How far a search got (updated as it runs; the progress callback sees it)."""
+    """How far a search got (updated as it runs; the progress callback sees it). Two are
+    equal when the searches found the same: the times are not compared."""
 
     states: int = 1
     """Nodes explored: distinct states, each with the budgets left on the first path found to
@@ -102,7 +103,7 @@ class Stats:
     transitions: int = 0
     depth: int = 0
     """The deepest level whose states have all been found."""
-    seconds: float = 0.0
+    seconds: float = attrs.field(default=0.0, eq=False)
     per_depth: list[int] = attrs.field(factory=lambda: [1])
     """Distinct states first found at each depth."""
     mirrored: int = 0
@@ -117,6 +118,10 @@ class Stats:
     """Transitions of the reference alone not run because the operation names a task the meta
     does not map and the operation table says it changes nothing there (``unmapped_result``):
     each would lead back to its state."""
+    step_seconds: float = attrs.field(default=0.0, eq=False)
+    """Time spent running the operations on the adapters (summed over worker processes): the
+    floor under ``seconds`` that no change to the search can lower (docs/formal-checking.md,
+    Throughput)."""
 
     @property
     def states_per_second(self) -> float:
@@ -296,6 +301,7 @@ class _Expansion:
     mirrored: int = 0
     slept: int = 0
     refused: int = 0
+    step_seconds: float = 0.0
     again: list[tuple[Hashable, Budgets]] = attrs.field(factory=list)
     """The keys and budgets of successors of this level that it met again after finding them (with
     partial-order reduction, such a state is expanded with no sleep set)."""
@@ -435,6 +441,7 @@ def explore(
             stats.mirrored += expansion.mirrored
             stats.slept += expansion.slept
             stats.refused += expansion.refused
+            stats.step_seconds += expansion.step_seconds
             coverage.lifecycle_rows.update(expansion.lifecycle_rows)
             coverage.role_rows.update(expansion.role_rows)
             if coverage.classes is not None:
@@ -783,6 +790,7 @@ def _expand(
                 continue
             if work is None:
                 work = _fork(system)
+            step_started = time.perf_counter()
             try:
                 _step(work, op, [])
             except _Failure as failure:
@@ -791,6 +799,8 @@ def _expand(
                     return expansion
                 work = None  # the failing state is dropped
                 continue
+            finally:
+                expansion.step_seconds += time.perf_counter() - step_started
             expansion.transitions += 1
             if known is not None:
                 for cls in work[0].coverage.step:

@@ -114,7 +114,7 @@ def test_violations_from_parallel_workers_are_the_serial_ones(
     parallel = explore(bounds, variant="delete_without_commit", all_violations=True, workers=2)
     assert len(serial.violations) >= 2
     assert parallel.violations == serial.violations
-    assert attrs.evolve(parallel.stats, seconds=0) == attrs.evolve(serial.stats, seconds=0)
+    assert parallel.stats == serial.stats
 
 
 def test_a_violation_is_named_as_its_replay_fails() -> None:
