@@ -12,9 +12,9 @@ count with symmetry reduction, are compared against the same search without each
 search's seconds against the recorded engine's (the fair comparison once subsumption explores
 fewer nodes for the same states).
 Goal (issues 7 and 19): >= 20,000 distinct states/s on the 2-core CI machine. The ceiling row
-shows why it is not met: the states divided by the time the operations on the reference take
-(``Stats.step_seconds``) over both workers, as if the key, the copies and the search cost
-nothing, is below it.
+shows why it is not met: it divides the states by the time the operations on the reference
+take (``Stats.step_seconds``) shared between the workers, the rate of a search whose key,
+copies and bookkeeping cost nothing, and it is below the goal.
 
     python -m benchmarks.bench_explore [--quick]
 """

@@ -119,9 +119,9 @@ class Stats:
     does not map and the operation table says it changes nothing there (``unmapped_result``):
     each would lead back to its state."""
     step_seconds: float = attrs.field(default=0.0, eq=False)
-    """Time spent running the operations on the adapters (summed over worker processes): the
-    floor under ``seconds`` that no change to the search can lower (docs/formal-checking.md,
-    Throughput)."""
+    """Time spent running the transitions' operations on the adapters (summed over worker
+    processes; a worker's replays of the paths to its states are not counted): the floor under
+    ``seconds`` that no change to the search can lower (docs/formal-checking.md, Throughput)."""
 
     @property
     def states_per_second(self) -> float:

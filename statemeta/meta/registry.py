@@ -333,7 +333,7 @@ class MetaRegistry:
         if not self.by_count:
             return started.record(result)
         accepted = started.record_seed(result)  # M7: the seed's two sets, counted as each
-        if started.count == len(self.state.entries):  # result comes (AddTaskLaunchResult)
+        if started.counted_out(self.state.entries):  # result comes (AddTaskLaunchResult)
             self._complete_round(started)
         return accepted
 

@@ -16,7 +16,7 @@ as each result is recorded (and only then).
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sized
 
 import attrs
 
@@ -125,6 +125,11 @@ class StartRound:
     def complete(self, mapped: Container[TaskId]) -> bool:
         """Every member still in the meta has a result."""
         return all(self.has_result(m) for m in self.members if m in mapped)
+
+    def counted_out(self, mapped: Sized) -> bool:
+        """The seed's verdict (M7), taken as each result is recorded: the results number the
+        map's tasks."""
+        return self.count == len(mapped)
 
     def result(self, now_ms: int) -> StartRoundResult:
         """Members in member order, then any other id (only the seed records one) as recorded."""

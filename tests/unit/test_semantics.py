@@ -130,6 +130,9 @@ class MetaShown:
     trace: Callable[[Open, Path], object]
     intended: object
     seed: object
+    needs: frozenset[Switch] = frozenset()
+    """Other switches the trace needs on to show its switch's difference (the seed's state
+    it starts from)."""
 
 
 T1, T2, T3 = task(1), task(2), task(3)  # keys sort 1, 2, 3 (little-endian task ids)
@@ -259,6 +262,32 @@ def give_up_a_fill_history_launch(open_: Open, _path: Path) -> object:
     return stored.h_task_id == NO_RELATED_TASK
 
 
+def round_left_by_an_unregister(open_: Open, _path: Path) -> object:
+    rounds: list[object] = []
+    meta = open_(on_start_complete=rounds.append)
+    meta.register(T1, 5)
+    meta.register(T2, 5)
+    meta.start_all()
+    meta.complete_event(0x10, 1, E.INIT)  # T1 ready, T2 pending
+    meta.unregister(0x10, 2)  # the seed's count (1) is the map's size now, but no result came
+    open_after_unregister = meta.start_round().open
+    meta.report_launch(0x10, 1, True)  # refused (T1 has its result), yet the seed counts here
+    return open_after_unregister, len(rounds)
+
+
+def round_that_completes_inside_start_all(open_: Open, _path: Path) -> object:
+    rounds: list[Any] = []
+    meta = open_(store_factory=faulty_factory, on_start_complete=rounds.append)
+    store = meta.store
+    assert isinstance(store, FaultyStore)
+    store.fail_next("commit")
+    error_of(lambda: meta.register(T2, 5))  # the seed lists T2 (M2), the reference does not
+    meta.register(T1, 5)
+    meta.handle_event(0x10, 1, E.STOP)  # not acquirable: start_all records it failed
+    meta.start_all()
+    return [r.failed for r in rounds]
+
+
 META_SHOWN: dict[Switch, MetaShown] = {
     # M1: PAUSE, PAUSE: the seed counts two paused tasks for one.
     Switch.PAUSED_COUNT_DRIFTS: MetaShown(pause_twice, (S.PAUSE, 1), (S.PAUSE, 2)),
@@ -298,6 +327,21 @@ META_SHOWN: dict[Switch, MetaShown] = {
 }
 
 
+# More traces of a switch, each with its reason: the generic test runs them as META_SHOWN's.
+META_MORE: tuple[tuple[Switch, MetaShown], ...] = (
+    # M7: the seed compares its count of results with the map's size in AddTaskLaunchResult,
+    # as each result is recorded, and nowhere else: an unregister that makes the two equal
+    # completes nothing until a result comes.
+    (Switch.ROUND_COMPLETES_BY_COUNT,
+     MetaShown(round_left_by_an_unregister, (False, 1), (True, 1))),
+    # M7: T2's failure (1 result, 1 task mapped) completes the seed's round before T1 is
+    # started; T1's failure comes after it and is not recorded.
+    (Switch.ROUND_COMPLETES_BY_COUNT,
+     MetaShown(round_that_completes_inside_start_all, [(T1.id,)], [(T2.id,)],
+               needs=frozenset({Switch.REGISTER_LISTS_FIRST}))),
+)
+
+
 def run_meta(shown: MetaShown, semantics: Semantics | str | Profile, path: Path) -> object:
     """The trace in a fresh directory; every meta it opens runs in check mode and is closed."""
     path.mkdir()
@@ -331,15 +375,27 @@ def test_the_profiles_differ_as_the_page_says(switch: Switch) -> None:
     assert run(shown, Profile(frozenset(Switch) - {switch})) == shown.intended
 
 
-@pytest.mark.parametrize("switch", list(META_SHOWN), ids=lambda s: s.value)
-def test_the_meta_profiles_differ_as_the_page_says(switch: Switch, tmp_path: Path) -> None:
-    shown = META_SHOWN[switch]
+META_ROWS = (*META_SHOWN.items(), *META_MORE)
+
+
+@pytest.mark.parametrize(
+    ("switch", "shown"),
+    META_ROWS,
+    ids=[f"{switch.value}-{shown.trace.__name__}" for switch, shown in META_ROWS],
+)
+def test_the_meta_profiles_differ_as_the_page_says(
+    switch: Switch, shown: MetaShown, tmp_path: Path
+) -> None:
     assert shown.intended != shown.seed
     assert run_meta(shown, Semantics.INTENDED, tmp_path / "intended") == shown.intended
     assert run_meta(shown, "seed", tmp_path / "seed") == shown.seed
-    assert run_meta(shown, Profile.only(switch), tmp_path / "only") == shown.seed
-    others = Profile(frozenset(Switch) - {switch})
-    assert run_meta(shown, others, tmp_path / "others") == shown.intended
+    only = Profile.only(switch, *shown.needs)
+    assert run_meta(shown, only, tmp_path / "only") == shown.seed  # the switch alone makes it
+    others = run_meta(shown, Profile(frozenset(Switch) - {switch}), tmp_path / "others")
+    if shown.needs:  # they stay on, and show their own difference: the switch's is gone
+        assert others != shown.seed
+    else:
+        assert others == shown.intended
 
 
 def test_the_seed_fires_a_stale_waiting_event_twice() -> None:
@@ -432,54 +488,6 @@ def test_the_seed_start_all_over_no_tasks_opens_no_round(tmp_path: Path) -> None
         assert meta.start_round().completed == len(calls)
         meta.close()
     assert (len(rounds["intended"]), len(rounds["seed"])) == (1, 0)
-
-
-def round_left_by_an_unregister(open_: Open, _path: Path) -> object:
-    rounds: list[object] = []
-    meta = open_(on_start_complete=rounds.append)
-    meta.register(T1, 5)
-    meta.register(T2, 5)
-    meta.start_all()
-    meta.complete_event(0x10, 1, E.INIT)  # T1 ready, T2 pending
-    meta.unregister(0x10, 2)  # the seed's count (1) is the map's size now, but no result came
-    open_after_unregister = meta.start_round().open
-    meta.report_launch(0x10, 1, True)  # refused (T1 has its result), yet the seed counts here
-    return open_after_unregister, len(rounds)
-
-
-def round_that_completes_inside_start_all(open_: Open, _path: Path) -> object:
-    rounds: list[Any] = []
-    meta = open_(store_factory=faulty_factory, on_start_complete=rounds.append)
-    store = meta.store
-    assert isinstance(store, FaultyStore)
-    store.fail_next("commit")
-    error_of(lambda: meta.register(T2, 5))  # the seed lists T2 (M2), the reference does not
-    meta.register(T1, 5)
-    meta.handle_event(0x10, 1, E.STOP)  # not acquirable: start_all records it failed
-    meta.start_all()
-    return [r.failed for r in rounds]
-
-
-@pytest.mark.parametrize(
-    ("trace", "intended", "seed"),
-    [
-        (round_left_by_an_unregister, (False, 1), (True, 1)),
-        # The seed: T2's failure (1 result, 1 task mapped) completes the round before T1 is
-        # started; T1's failure comes after it and is not recorded.
-        (round_that_completes_inside_start_all, [(T1.id,)], [(T2.id,)]),
-    ],
-    ids=["unregister", "inside_start_all"],
-)
-def test_the_seed_counts_a_round_as_each_result_comes(
-    trace: Callable[[Open, Path], object], intended: object, seed: object, tmp_path: Path
-) -> None:
-    """M7: the seed compares its count of results with the map's size in
-    AddTaskLaunchResult, as each result is recorded, and nowhere else."""
-    shown = MetaShown(trace, intended, seed)
-    assert run_meta(shown, "intended", tmp_path / "intended") == intended
-    assert run_meta(shown, "seed", tmp_path / "seed") == seed
-    only = Profile.only(Switch.ROUND_COMPLETES_BY_COUNT, Switch.REGISTER_LISTS_FIRST)
-    assert run_meta(shown, only, tmp_path / "only") == seed
 
 
 def test_check_mode_skips_the_state_invariants_a_meta_switch_breaks(
