@@ -13,7 +13,15 @@ import attrs
 
 from statemeta.cli_args import Parser, existing_directory
 from statemeta.cli_bench import COMMANDS as BENCH_COMMANDS
-from statemeta.diagrams import lifecycle_rows_markdown, refresh_docs, roles_rows_markdown
+from statemeta.diagrams import (
+    lifecycle_dot,
+    lifecycle_mermaid,
+    lifecycle_rows_markdown,
+    refresh_docs,
+    roles_dot,
+    roles_mermaid,
+    roles_rows_markdown,
+)
 from statemeta.explore.cli_explore import COMMANDS as EXPLORE_COMMANDS
 from statemeta.harness.campaign import COMMANDS as CAMPAIGN_COMMANDS
 from statemeta.harness.cli_check import COMMANDS as CHECK_COMMANDS
@@ -136,6 +144,13 @@ def _configure_spec(parser: argparse.ArgumentParser) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--json", action="store_true", help="print both tables as JSON")
     mode.add_argument(
+        "--mermaid", action="store_true",
+        help="print both machines as Mermaid state diagrams (markdown code blocks)",
+    )
+    mode.add_argument(
+        "--dot", action="store_true", help="print both machines as Graphviz digraphs"
+    )
+    mode.add_argument(
         "--write-docs", action="store_true", help="regenerate the diagrams and tables in docs/"
     )
     mode.add_argument(
@@ -153,6 +168,10 @@ def _run_spec(args: argparse.Namespace) -> int:
     """Prints the normative tables, or keeps docs/ in step with them."""
     if args.json:
         print(json_text(spec_document()))
+        return 0
+    if args.mermaid or args.dot:
+        drawn = (lifecycle_mermaid, roles_mermaid) if args.mermaid else (lifecycle_dot, roles_dot)
+        print("\n\n".join(draw() for draw in drawn))
         return 0
     if args.write_docs or args.check_docs:
         stale = refresh_docs(args.docs, write=args.write_docs)

@@ -1,4 +1,8 @@
-"""Mermaid diagrams and row tables for docs/, generated from the spec tables.
+"""Mermaid and Graphviz diagrams and row tables for docs/, generated from the spec tables.
+
+Each machine is drawn from one list of edges (``lifecycle_edges``, ``roles_edges``: one per
+table row), which the Mermaid and the dot renderings share (``statemeta spec --mermaid`` /
+``--dot`` print them; ``statemeta report`` draws its heatmaps from the same rows).
 
 Generated text sits in the docs between ``<!-- generated:NAME -->`` and
 ``<!-- end generated:NAME -->``; ``refresh_docs`` finds (and rewrites) stale files, and a test
@@ -10,15 +14,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import attrs
+
 from statemeta.errors import SpecError
-from statemeta.tables import LIFECYCLE, ROLES, RoleRow, TaskStatus, TransitionRow
+from statemeta.tables import LIFECYCLE, ROLES, Role, RoleRow, TaskStatus, TransitionRow
 
 __all__ = [
     "GENERATED",
+    "Edge",
+    "lifecycle_dot",
+    "lifecycle_edges",
     "lifecycle_mermaid",
     "lifecycle_rows_markdown",
     "refresh_docs",
     "regenerate",
+    "roles_dot",
+    "roles_edges",
     "roles_mermaid",
     "roles_rows_markdown",
 ]
@@ -33,17 +44,48 @@ def _label(row: TransitionRow) -> str:
     return name
 
 
+@attrs.frozen
+class Edge:
+    """One table row as a diagram's edge: state names in lower case, the row's label."""
+
+    source: str
+    target: str
+    label: str
+
+
+def lifecycle_edges() -> list[Edge]:
+    """The lifecycle table's rows as edges, in table order."""
+    return [
+        Edge(r.from_status.name.lower(), r.to_status.name.lower(), _label(r))
+        for r in LIFECYCLE.rows
+    ]
+
+
 def lifecycle_mermaid() -> str:
     """The lifecycle table as a mermaid state diagram, one edge per row."""
     lines = ["```mermaid", "stateDiagram-v2"]
     lines += [f'    state "{s.display} ({s.value})" as {s.name.lower()}' for s in TaskStatus]
     lines.append(f"    [*] --> {LIFECYCLE.initial.name.lower()}")
-    lines += [
-        f"    {r.from_status.name.lower()} --> {r.to_status.name.lower()}: {_label(r)}"
-        for r in LIFECYCLE.rows
-    ]
+    lines += [f"    {e.source} --> {e.target}: {e.label}" for e in lifecycle_edges()]
     lines.append("```")
     return "\n".join(lines)
+
+
+def _dot(name: str, initial: str, states: dict[str, str], edges: list[Edge]) -> str:
+    """A Graphviz digraph: one node per state (``states``: name -> label), an entry arrow."""
+    lines = [f"digraph {name} {{", "    rankdir=LR;", "    node [shape=box, style=rounded];",
+             '    start [shape=point, label=""];']
+    lines += [f'    {state} [label="{label}"];' for state, label in states.items()]
+    lines.append(f"    start -> {initial};")
+    lines += [f'    {e.source} -> {e.target} [label="{e.label}"];' for e in edges]
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def lifecycle_dot() -> str:
+    """The lifecycle table as a Graphviz digraph, one edge per row."""
+    states = {s.name.lower(): f"{s.display} ({s.value})" for s in TaskStatus}
+    return _dot("lifecycle", LIFECYCLE.initial.name.lower(), states, lifecycle_edges())
 
 
 def lifecycle_rows_markdown() -> str:
@@ -67,14 +109,27 @@ def _effects(row: RoleRow) -> list[str]:
     return [name for name, on in flags.items() if on]
 
 
+def roles_edges() -> list[Edge]:
+    """The role table's rows as edges, in table order; a label names the row's effects."""
+    return [
+        Edge(r.from_role.name.lower(), r.to_role.name.lower(),
+             " / ".join([r.event.name.lower(), *_effects(r)]))
+        for r in ROLES.rows
+    ]
+
+
 def roles_mermaid() -> str:
     """The role table as a mermaid state diagram; edge labels name the effects."""
     lines = ["```mermaid", "stateDiagram-v2", f"    [*] --> {ROLES.initial.name.lower()}"]
-    for r in ROLES.rows:
-        label = " / ".join([r.event.name.lower(), *_effects(r)])
-        lines.append(f"    {r.from_role.name.lower()} --> {r.to_role.name.lower()}: {label}")
+    lines += [f"    {e.source} --> {e.target}: {e.label}" for e in roles_edges()]
     lines.append("```")
     return "\n".join(lines)
+
+
+def roles_dot() -> str:
+    """The role table as a Graphviz digraph; edge labels name the effects."""
+    states = {r.name.lower(): f"{r.name.lower()} ({r.value})" for r in Role}
+    return _dot("roles", ROLES.initial.name.lower(), states, roles_edges())
 
 
 def roles_rows_markdown() -> str:

@@ -115,3 +115,41 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> Non
     stderr = child.stderr.read()
     assert child.wait(timeout=60) == EXIT_BROKEN_PIPE
     assert stderr == b""
+
+
+def _edges(text: str, arrow: str) -> list[tuple[str, str]]:
+    """The (source, target) pairs of a diagram's edge lines (``a --> b: ...`` or ``a -> b ...``)."""
+    found = []
+    for line in text.splitlines():
+        head, sep, _ = line.strip().partition(f" {arrow} ")
+        if sep and head not in {"[*]", "start"}:
+            found.append((head, _.split()[0].rstrip(":;")))
+    return found
+
+
+@pytest.mark.parametrize(("flag", "arrow"), [("--mermaid", "-->"), ("--dot", "->")])
+def test_spec_draws_every_row_of_both_tables(
+    flag: str, arrow: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both machines, one edge per table row in table order, from the tables themselves."""
+    from statemeta.lifecycle import LIFECYCLE_ROWS
+    from statemeta.roles import ROLE_ROWS
+
+    assert main(["spec", flag]) == 0
+    out = capsys.readouterr().out
+    expected = [(r.from_status.name.lower(), r.to_status.name.lower()) for r in LIFECYCLE_ROWS]
+    expected += [(r.from_role.name.lower(), r.to_role.name.lower()) for r in ROLE_ROWS]
+    assert _edges(out, arrow) == expected
+    if flag == "--dot":
+        assert out.count("digraph ") == 2 and out.count("{") == out.count("}")
+        assert 'uninit -> ready [label="init (two-phase)"];' in out
+    else:
+        assert out.count("```mermaid") == 2
+        assert "leader --> follower: become_follower / stop_heartbeat / send_before_close" in out
+
+
+def test_spec_modes_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["spec", "--mermaid", "--dot"])
+    assert stopped.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
