@@ -274,7 +274,8 @@ def run_directed(
 @attrs.frozen
 class CoverageReport:
     """The classes a run reached, against the corpus of its level (``check`` and
-    ``campaign`` print it, ``--json`` carries it)."""
+    ``campaign`` print it, ``--json`` carries it: ``classes`` is how often each class was
+    reached, what ``statemeta report`` draws its heatmaps from)."""
 
     reached: Counter[str]
     corpus: Corpus
@@ -305,6 +306,7 @@ class CoverageReport:
                 for f in FAMILIES
             },
             "missed": self.missed,
+            "classes": dict(sorted(self.reached.items())),
         }
 
     def lines(self) -> list[str]:

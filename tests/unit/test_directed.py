@@ -228,3 +228,17 @@ def test_the_explorer_counts_a_close_once() -> None:
                     reopens=1, faults=0, clock_advances=0, max_depth=1)
     found = explore(bounds, symmetry=False)
     assert found.coverage.role_rows[Role.UNINIT, RoleEvent.CLOSE, Role.UNINIT] == 1
+
+
+def test_check_json_counts_each_class_reached(capsys: pytest.CaptureFixture[str]) -> None:
+    """``coverage.classes``: how often each class was reached (statemeta report's heatmaps),
+    every table row either counted there or missed with why."""
+    code = main(["check", "--sut", SERVE, "--level", "2", "--seed", "5", "--examples", "2",
+                 "--steps", "5", "--no-directed", "--json"])
+    coverage = json.loads(capsys.readouterr().out)["coverage"]
+    assert code == 0
+    classes = coverage["classes"]
+    assert len(classes) == coverage["reached"] > 0
+    assert all(isinstance(n, int) and n > 0 for n in classes.values())
+    for row in (*ROW_CLASSES, *ROLE_CLASSES):
+        assert (row in classes) != (row in coverage["missed"]), row
