@@ -193,6 +193,15 @@ class TraceFormatError(MisuseError):
         super().__init__(f"trace {where}{at}: {problem}")
 
 
+class ReportInputError(StatemetaError, ValueError):
+    """``statemeta report`` was given something it cannot draw: names the input and why."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}")
+
+
 class SutAborted(BaseException):
     """Stops a Hypothesis run at the first SutError, without shrinking.
 

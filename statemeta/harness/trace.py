@@ -54,6 +54,7 @@ __all__ = [
     "format_trace",
     "read_trace",
     "replay",
+    "result_text",
     "sut_error_trace",
     "write_trace",
 ]
@@ -379,7 +380,9 @@ def format_trace(trace: Trace) -> str:
     """The trace as a table a person can read and replay by hand."""
     rows = [("#", "operation", "reference", "implementation")]
     for number, step in enumerate(trace.steps, 1):
-        rows.append((str(number), repr(step.op), _result(step.reference), _result(step.sut)))
+        rows.append(
+            (str(number), repr(step.op), result_text(step.reference), result_text(step.sut))
+        )
     widths = [min(max(len(row[i]) for row in rows), 48) for i in range(3)]
     lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row[:3], widths, strict=True))
@@ -412,7 +415,8 @@ def format_trace(trace: Trace) -> str:
     return "\n".join(lines)
 
 
-def _result(result: JsonObject | None) -> str:
+def result_text(result: JsonObject | None) -> str:
+    """One side's result of a step in a few words (``-``: no result; heartbeats counted)."""
     if result is None:
         return "-"
     text = f"error {result['error']}" if "error" in result else compact(result.get("ok"))
