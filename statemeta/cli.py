@@ -11,7 +11,8 @@ from typing import Any
 
 import attrs
 
-from statemeta.cli_args import Parser, existing_directory
+from statemeta import __version__
+from statemeta.cli_args import EXIT_USAGE, Parser, existing_directory
 from statemeta.cli_bench import COMMANDS as BENCH_COMMANDS
 from statemeta.diagrams import lifecycle_rows_markdown, refresh_docs, roles_rows_markdown
 from statemeta.explore.cli_explore import COMMANDS as EXPLORE_COMMANDS
@@ -32,6 +33,7 @@ from statemeta.tools import COMMANDS as TOOL_COMMANDS
 __all__ = ["SUBCOMMANDS", "Subcommand", "main", "spec_document"]
 
 _REPO_DOCS = Path(__file__).resolve().parent.parent / "docs"
+"""docs/ of a source checkout; an installed wheel has none, so ``--docs`` must name one."""
 
 
 @attrs.frozen
@@ -155,6 +157,13 @@ def _run_spec(args: argparse.Namespace) -> int:
         print(json_text(spec_document()))
         return 0
     if args.write_docs or args.check_docs:
+        if not args.docs.is_dir():
+            print(
+                f"statemeta spec: error: no docs directory at {args.docs} (an installed "
+                "statemeta has none): pass --docs DIR",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         stale = refresh_docs(args.docs, write=args.write_docs)
         for path in stale:
             print(f"{'rewrote' if args.write_docs else 'stale'}: {path}")
@@ -192,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         prog="statemeta", description="Executable reference model of TDengine's stream meta."
     )
+    parser.add_argument("--version", action="version", version=f"statemeta {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in SUBCOMMANDS.items():
         sub = commands.add_parser(

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from statemeta import StreamMeta, StreamTask
+import statemeta
+from statemeta import StreamMeta, StreamTask, cli
 from statemeta.cli import EXIT_BROKEN_PIPE, SUBCOMMANDS, main
 from statemeta.diagrams import GENERATED
 
@@ -115,3 +116,31 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> Non
     stderr = child.stderr.read()
     assert child.wait(timeout=60) == EXIT_BROKEN_PIPE
     assert stderr == b""
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"statemeta {statemeta.__version__}"
+
+
+@pytest.mark.parametrize("mode", ["--check-docs", "--write-docs"])
+def test_doc_commands_without_a_docs_directory_refuse_in_one_line(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An installed wheel has no docs/ beside the package: its default is missing."""
+    monkeypatch.setattr(cli, "_REPO_DOCS", tmp_path / "site-packages" / "docs")
+    assert main(["spec", mode]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("statemeta spec: error: no docs directory at ")
+    assert "--docs DIR" in err
+
+
+@pytest.mark.parametrize("command", [["explore"], ["check", "--sut", "x"]])
+def test_usage_lines_fit_a_terminal(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert max(len(line) for line in usage.splitlines()) <= 100
