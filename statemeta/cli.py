@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from statemeta import __version__
 from statemeta.cli_args import EXIT_USAGE, Parser, existing_directory
@@ -30,7 +32,7 @@ from statemeta.lifecycle import (
 from statemeta.roles import ROLE_ROWS, Role, RoleEvent
 from statemeta.tools import COMMANDS as TOOL_COMMANDS
 
-__all__ = ["SUBCOMMANDS", "Subcommand", "main", "spec_document"]
+__all__ = ["SUBCOMMANDS", "Subcommand", "hypothesis_cache", "main", "spec_document"]
 
 _REPO_DOCS = Path(__file__).resolve().parent.parent / "docs"
 """docs/ of a source checkout; an installed wheel has none, so ``--docs`` must name one."""
@@ -210,12 +212,35 @@ def main(argv: list[str] | None = None) -> int:
         command.configure(sub)
     args = parser.parse_args(argv)
     try:
-        code = SUBCOMMANDS[args.command].run(args)
+        with _hypothesis_files():
+            code = SUBCOMMANDS[args.command].run(args)
         sys.stdout.flush()  # a reader gone shows here, not in the flush at exit
     except BrokenPipeError:
         _discard_stdout()
         return EXIT_BROKEN_PIPE
     return code
+
+
+def hypothesis_cache() -> Path:
+    """Where the commands keep Hypothesis's files: the user's cache (XDG), not the directory the
+    command runs in, which Hypothesis would fill with a ``.hypothesis/`` the user never asked for
+    (``check`` and ``campaign`` keep no example database: only Hypothesis's own caches)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "statemeta" / "hypothesis"
+
+
+@contextlib.contextmanager
+def _hypothesis_files() -> Iterator[None]:
+    """A command's Hypothesis files in hypothesis_cache(), unless HYPOTHESIS_STORAGE_DIRECTORY
+    asks for a place; afterwards Hypothesis looks up its default again (an in-process caller)."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    set_hypothesis_home_dir(hypothesis_cache())
+    try:
+        yield
+    finally:
+        set_hypothesis_home_dir(None)
 
 
 def _discard_stdout() -> None:

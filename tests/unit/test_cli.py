@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -144,3 +145,28 @@ def test_usage_lines_fit_a_terminal(command: list[str], capsys: pytest.CaptureFi
         main([*command, "--help"])
     usage = capsys.readouterr().out.split("\n\n")[0]
     assert max(len(line) for line in usage.splitlines()) <= 100
+
+
+@pytest.mark.parametrize("asked", [False, True])
+def test_a_campaign_leaves_no_hypothesis_directory_where_it_runs(
+    asked: bool, tmp_path: Path
+) -> None:
+    """Hypothesis's files go to the user's cache, or where HYPOTHESIS_STORAGE_DIRECTORY asks."""
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    if asked:
+        env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(tmp_path / "asked")
+    work = tmp_path / "work"
+    work.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "statemeta", "campaign", "--examples", "2", "--steps", "3"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert list(work.iterdir()) == []
+    used = tmp_path / "asked" if asked else tmp_path / "cache" / "statemeta" / "hypothesis"
+    assert used.is_dir()
