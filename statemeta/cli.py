@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
+from hypothesis.configuration import set_hypothesis_home_dir
 
-from statemeta.cli_args import Parser, existing_directory
+from statemeta import __version__
+from statemeta.cli_args import EXIT_USAGE, Parser, existing_directory
 from statemeta.cli_bench import COMMANDS as BENCH_COMMANDS
 from statemeta.diagrams import (
     lifecycle_dot,
@@ -37,9 +40,10 @@ from statemeta.lifecycle import (
 from statemeta.roles import ROLE_ROWS, Role, RoleEvent
 from statemeta.tools import COMMANDS as TOOL_COMMANDS
 
-__all__ = ["SUBCOMMANDS", "Subcommand", "main", "spec_document"]
+__all__ = ["SUBCOMMANDS", "Subcommand", "hypothesis_cache", "main", "spec_document"]
 
 _REPO_DOCS = Path(__file__).resolve().parent.parent / "docs"
+"""docs/ of a source checkout; an installed wheel has none, so ``--docs`` must name one."""
 
 
 @attrs.frozen
@@ -174,6 +178,13 @@ def _run_spec(args: argparse.Namespace) -> int:
         print("\n\n".join(draw() for draw in drawn))
         return 0
     if args.write_docs or args.check_docs:
+        if not args.docs.is_dir():
+            print(
+                f"statemeta spec: error: no docs directory at {args.docs} (an installed "
+                "statemeta has none): pass --docs DIR",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         stale = refresh_docs(args.docs, write=args.write_docs)
         for path in stale:
             print(f"{'rewrote' if args.write_docs else 'stale'}: {path}")
@@ -211,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         prog="statemeta", description="Executable reference model of TDengine's stream meta."
     )
+    parser.add_argument("--version", action="version", version=f"statemeta {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, command in SUBCOMMANDS.items():
         sub = commands.add_parser(
@@ -219,12 +231,35 @@ def main(argv: list[str] | None = None) -> int:
         command.configure(sub)
     args = parser.parse_args(argv)
     try:
-        code = SUBCOMMANDS[args.command].run(args)
+        with _hypothesis_files():
+            code = SUBCOMMANDS[args.command].run(args)
         sys.stdout.flush()  # a reader gone shows here, not in the flush at exit
     except BrokenPipeError:
         _discard_stdout()
         return EXIT_BROKEN_PIPE
     return code
+
+
+def hypothesis_cache() -> Path:
+    """Where the commands keep Hypothesis's files: the user's cache (XDG), not the directory the
+    command runs in, which Hypothesis would fill with a ``.hypothesis/`` the user never asked for
+    (``check`` and ``campaign`` keep no example database: only Hypothesis's own caches)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "statemeta" / "hypothesis"
+
+
+@contextlib.contextmanager
+def _hypothesis_files() -> Iterator[None]:
+    """A command's Hypothesis files in hypothesis_cache(), unless HYPOTHESIS_STORAGE_DIRECTORY
+    asks for a place; afterwards Hypothesis looks up its default again (an in-process caller)."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    set_hypothesis_home_dir(hypothesis_cache())
+    try:
+        yield
+    finally:
+        set_hypothesis_home_dir(None)
 
 
 def _discard_stdout() -> None:

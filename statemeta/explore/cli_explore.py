@@ -143,8 +143,9 @@ def _progress(stats: Stats) -> None:
 
 def configure_explore(parser: argparse.ArgumentParser) -> None:
     add_bound_options(parser)
-    parser.add_argument("--variant", choices=sorted(VARIANTS),
-                        help="explore a broken variant against the reference")
+    parser.add_argument("--variant", choices=sorted(VARIANTS), metavar="NAME",
+                        help="explore a broken variant against the reference: "
+                        + ", ".join(sorted(VARIANTS)))
     parser.add_argument("--sut", metavar="CMD", type=command_line,
                         help="replay a path to every state found against this implementation")
     parser.add_argument("--depth", type=nonnegative_int, dest="sut_depth", default=None,

@@ -390,7 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--variant",
         choices=sorted(VARIANTS | LOCKING_VARIANTS),
-        help="serve this broken variant (with --concurrent: a locking variant)",
+        metavar="NAME",
+        help="serve this broken variant (with --concurrent: a locking variant): "
+        + ", ".join(sorted(VARIANTS | LOCKING_VARIANTS)),
     )
     parser.add_argument(
         "--concurrent",
@@ -412,10 +414,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write-doc", action="store_true", help="refresh the tables in docs/harness-protocol.md"
     )
+    parser.add_argument(
+        "--doc",
+        type=Path,
+        metavar="FILE",
+        default=PROTOCOL_DOC,
+        help="the document --write-doc refreshes (default: a source checkout's; an installed "
+        "statemeta has none)",
+    )
     args = parser.parse_args(argv)
     if args.write_doc:
-        stale = refresh_protocol_doc(write=True)
-        print(f"{'rewrote' if stale else 'up to date'}: {PROTOCOL_DOC}")
+        if not args.doc.is_file():
+            parser.error(f"--write-doc: no document at {args.doc}: pass --doc FILE")
+        stale = refresh_protocol_doc(args.doc, write=True)
+        print(f"{'rewrote' if stale else 'up to date'}: {args.doc}")
         return 0
     wanted = LOCKING_VARIANTS if args.concurrent else VARIANTS
     if args.variant is not None and args.variant not in wanted:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from statemeta import StreamMeta, StreamTask
+import statemeta
+from statemeta import StreamMeta, StreamTask, cli
 from statemeta.cli import EXIT_BROKEN_PIPE, SUBCOMMANDS, main
 from statemeta.diagrams import GENERATED
 
@@ -153,3 +155,56 @@ def test_spec_modes_exclude_each_other(capsys: pytest.CaptureFixture[str]) -> No
         main(["spec", "--mermaid", "--dot"])
     assert stopped.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"statemeta {statemeta.__version__}"
+
+
+@pytest.mark.parametrize("mode", ["--check-docs", "--write-docs"])
+def test_doc_commands_without_a_docs_directory_refuse_in_one_line(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An installed wheel has no docs/ beside the package: its default is missing."""
+    monkeypatch.setattr(cli, "_REPO_DOCS", tmp_path / "site-packages" / "docs")
+    assert main(["spec", mode]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("statemeta spec: error: no docs directory at ")
+    assert "--docs DIR" in err
+
+
+@pytest.mark.parametrize("command", [["explore"], ["check", "--sut", "x"]])
+def test_usage_lines_fit_a_terminal(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert max(len(line) for line in usage.splitlines()) <= 100
+
+
+@pytest.mark.parametrize("asked", [False, True])
+def test_a_campaign_leaves_no_hypothesis_directory_where_it_runs(
+    asked: bool, tmp_path: Path
+) -> None:
+    """Hypothesis's files go to the user's cache, or where HYPOTHESIS_STORAGE_DIRECTORY asks."""
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    if asked:
+        env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(tmp_path / "asked")
+    work = tmp_path / "work"
+    work.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "statemeta", "campaign", "--examples", "2", "--steps", "3"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert list(work.iterdir()) == []
+    used = tmp_path / "asked" if asked else tmp_path / "cache" / "statemeta" / "hypothesis"
+    assert used.is_dir()

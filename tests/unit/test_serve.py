@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +172,26 @@ def test_the_entry_module_runs_and_re_exports_the_harness_server() -> None:
     """``python -m statemeta.serve`` and ``from statemeta.serve import X`` stay public."""
     assert entry.__all__ == harness_serve.__all__
     assert all(getattr(entry, n) is getattr(harness_serve, n) for n in harness_serve.__all__)
+
+
+def test_write_doc_without_the_document_refuses_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An installed wheel has no docs/: --write-doc says so and takes --doc FILE."""
+    monkeypatch.setattr(harness_serve, "PROTOCOL_DOC", tmp_path / "docs" / "harness-protocol.md")
+    with pytest.raises(SystemExit) as exited:
+        harness_serve.main(["--write-doc"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--doc FILE" in err
+    copy = tmp_path / "protocol.md"
+    copy.write_text(PROTOCOL_DOC.read_text(encoding="utf-8"), encoding="utf-8")
+    assert harness_serve.main(["--write-doc", "--doc", str(copy)]) == 0
+    assert capsys.readouterr().out == f"up to date: {copy}\n"
+
+
+def test_the_usage_line_fits_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        harness_serve.main(["--help"])
+    usage = capsys.readouterr().out.split("\n\n")[0]
+    assert max(len(line) for line in usage.splitlines()) <= 100
