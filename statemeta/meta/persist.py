@@ -28,7 +28,7 @@ from statemeta.errors import DecodeError, IncompatibleVersionError, KeyLengthErr
 from statemeta.lifecycle import TaskStatus
 from statemeta.meta.entry import ExpandHook
 from statemeta.semantics import Profile, Switch
-from statemeta.store.protocol import Store, Table
+from statemeta.store.protocol import Store, Table, check_value
 
 
 @attrs.frozen
@@ -149,6 +149,7 @@ def plan_load(
     deletes: list[bytes] = []
     for key, value in rows:
         try:
+            check_value(value)  # a checksum mismatch is reported as a record that does not decode
             task = codec.decode_record(key, value)
         except (DecodeError, IncompatibleVersionError, KeyLengthError) as e:
             undecodable.append(SkippedRecord(key.hex(), str(e)))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 
 import attrs
 
@@ -45,11 +46,16 @@ class DataFormat:
     engine: str
     flags_at: int  # mp_flags (u16) in the page header
     meta_at: int  # PAGEHDRSZ: MDB_meta follows the page header
+    page_base: int  # PAGEBASE: what mp_lower, mp_upper and node offsets count from
+    data_align: int  # a leaf node's data starts at the key's end rounded up to this
+    name_end: bytes  # what ends a named database's name in the main database
 
 
 FORMATS = (
-    DataFormat(1, "LMDB 0.9", flags_at=10, meta_at=16),
-    DataFormat(3, "LMDB 1.0", flags_at=18, meta_at=24),
+    DataFormat(1, "LMDB 0.9", flags_at=10, meta_at=16, page_base=0,
+               data_align=1, name_end=b""),
+    DataFormat(3, "LMDB 1.0", flags_at=18, meta_at=24, page_base=24,
+               data_align=2, name_end=b"\0"),
 )
 """The data formats checked (statemeta creates format 1, py-lmdb's default)."""
 
@@ -77,39 +83,49 @@ def check_data_file(data_path: str) -> MetaPage:
     """
     try:
         with open(data_path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                raise _damaged(
-                    data_path, "it is empty (cut to 0 bytes, or its creation was interrupted "
-                    "before LMDB wrote its meta pages: then remove it)"
-                )
-            first = os.pread(f.fileno(), _META_READ + FORMATS[-1].meta_at, 0)
-            data_format = _data_format(data_path, first)
-            page_size = _page_size(data_path, data_format, first)
-            second = os.pread(f.fileno(), len(first), page_size)
+            fd = f.fileno()
+            return parse_meta_pages(
+                data_path, lambda at, n: os.pread(fd, n, at), os.fstat(fd).st_size
+            )[1]
     except OSError as e:
         raise StoreError(f"read the meta pages of {data_path}: {e}") from e
+
+
+def parse_meta_pages(
+    data_path: str, read: Callable[[int, int], bytes], size: int
+) -> tuple[DataFormat, MetaPage]:
+    """The file's format and newest meta page, from ``read(offset, length)`` of a file of
+    ``size`` bytes (StoreError naming ``data_path`` as check_data_file says)."""
+    if size == 0:
+        raise damaged(
+            data_path, "it is empty (cut to 0 bytes, or its creation was interrupted "
+            "before LMDB wrote its meta pages: then remove it)"
+        )
+    first = read(0, _META_READ + FORMATS[-1].meta_at)
+    data_format = _data_format(data_path, first)
+    page_size = _page_size(data_path, data_format, first)
+    second = read(page_size, len(first))
     metas = (
         _meta_page(data_path, data_format, 0, first),
         _meta_page(data_path, data_format, 1, second),
     )
     if metas[1].page_size != page_size:
-        raise _damaged(
+        raise damaged(
             data_path, f"its meta pages disagree on the page size ({page_size}, "
             f"{metas[1].page_size})"
         )
     newest = max(metas, key=lambda m: m.txnid)
     if size < newest.needed_bytes:
-        raise _damaged(
+        raise damaged(
             data_path,
             f"it has {size} bytes, but its newest meta page (page {newest.number}, txn "
             f"{newest.txnid}) uses pages 0..{newest.last_page} of {page_size} bytes "
             f"({newest.needed_bytes} bytes): the file was cut short",
         )
-    return newest
+    return data_format, newest
 
 
-def _damaged(data_path: str, reason: str) -> StoreError:
+def damaged(data_path: str, reason: str) -> StoreError:
     return StoreError(
         f"damaged LMDB data file {data_path}: {reason}; the store was not opened "
         f"(restore the directory from a copy)"
@@ -119,7 +135,7 @@ def _damaged(data_path: str, reason: str) -> StoreError:
 def _data_format(data_path: str, page: bytes) -> DataFormat:
     """The format whose meta page 0 carries LMDB's magic where that format puts it."""
     if len(page) < FORMATS[0].meta_at + _META_READ:
-        raise _damaged(data_path, f"it has {len(page)} bytes, too few for a meta page")
+        raise damaged(data_path, f"it has {len(page)} bytes, too few for a meta page")
     for data_format in FORMATS:
         magic, version = _MAGIC_VERSION.unpack_from(page, data_format.meta_at)
         if magic == MAGIC:
@@ -129,23 +145,23 @@ def _data_format(data_path: str, page: bytes) -> DataFormat:
                     f"{data_path}: LMDB data format version {version}; this reader knows {known}"
                 )
             return data_format
-    raise _damaged(data_path, f"page 0 has no LMDB magic {MAGIC:#x}: not an LMDB data file")
+    raise damaged(data_path, f"page 0 has no LMDB magic {MAGIC:#x}: not an LMDB data file")
 
 
 def _page_size(data_path: str, data_format: DataFormat, page: bytes) -> int:
     page_size: int = struct.unpack_from("<I", page, data_format.meta_at + _PAGE_SIZE_AT)[0]
     if page_size not in PAGE_SIZES:
-        raise _damaged(data_path, f"meta page 0 gives the page size {page_size}")
+        raise damaged(data_path, f"meta page 0 gives the page size {page_size}")
     return page_size
 
 
 def _meta_page(data_path: str, data_format: DataFormat, number: int, page: bytes) -> MetaPage:
     if len(page) < data_format.meta_at + _META_READ:
-        raise _damaged(data_path, f"meta page {number} is cut short")
+        raise damaged(data_path, f"meta page {number} is cut short")
     (flags,) = struct.unpack_from("<H", page, data_format.flags_at)
     magic, version = _MAGIC_VERSION.unpack_from(page, data_format.meta_at)
     if not flags & P_META or magic != MAGIC or version != data_format.version:
-        raise _damaged(
+        raise damaged(
             data_path,
             f"page {number} is not a {data_format.engine} meta page (flags {flags:#x}, "
             f"magic {magic:#x}, version {version})",

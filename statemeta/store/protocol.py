@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
+from statemeta.errors import DecodeError
+
 
 class Table(Protocol):
     """One named table (tdb's TTB; an LMDB sub-database)."""
@@ -68,3 +70,23 @@ class Store(Protocol):
     def close(self) -> None:
         """Abort any open transaction and release the files; idempotent."""
         ...
+
+
+class DamagedValue(bytes):
+    """A committed value whose checksum does not match (or whose record is missing while its
+    checksum is there): the bytes as stored, and why. A backend that keeps checksums returns it
+    in place of the value, so that a reader reports the record as it reports one that does not
+    decode (``check_value``)."""
+
+    reason: str
+
+    def __new__(cls, value: bytes, reason: str) -> DamagedValue:
+        damaged = super().__new__(cls, value)
+        damaged.reason = reason
+        return damaged
+
+
+def check_value(value: bytes) -> None:
+    """Raises DecodeError for a value its backend found damaged (a checksum mismatch)."""
+    if isinstance(value, DamagedValue):
+        raise DecodeError(value.reason, field="checksum")

@@ -25,6 +25,7 @@ from statemeta.codec import (
 from statemeta.errors import DecodeError, IncompatibleVersionError, KeyLengthError, StoreError
 from statemeta.meta.core import TASK_TABLE
 from statemeta.store import LmdbStore
+from statemeta.store.protocol import DamagedValue, check_value
 from statemeta.tables import TaskStatus
 
 __all__ = ["COMMANDS", "BadRecord", "Inspection", "StoredTask", "inspect_meta"]
@@ -67,6 +68,7 @@ class Inspection:
 
 def _stored_task(key: bytes, value: bytes) -> StoredTask:
     """Decodes one record; raises the codec's errors, or DecodeError for a key/value mismatch."""
+    check_value(value)  # a checksum mismatch: reported as a record that does not decode
     task = decode_task_record(key, value)
     version, checkpoint_id, checkpoint_ver = decode_checkpoint_info(value)
     return StoredTask(
@@ -99,7 +101,8 @@ def inspect_meta(path: str | Path) -> Inspection:
             tasks.append(_stored_task(key, value))
         except (DecodeError, IncompatibleVersionError, KeyLengthError) as e:
             bad.append(BadRecord(key.hex(), str(e)))
-    latest = latest_checkpoint_id(value for _key, value in rows)
+    # a value its checksum does not vouch for gives no checkpoint id
+    latest = latest_checkpoint_id(v for _key, v in rows if not isinstance(v, DamagedValue))
     return Inspection(str(path), tuple(tasks), latest, tuple(bad))
 
 

@@ -22,7 +22,8 @@ from statemeta.errors import (
     StoreError,
     TransactionError,
 )
-from statemeta.store import LOCK_FILE, LmdbStore, Store
+from statemeta.store import LOCK_FILE, MARKER_FILE, LmdbStore, Store, lmdb_store
+from statemeta.store.lmdb_pages import FileImage
 from tests.unit import store_backends
 from tests.unit.store_backends import AnyStore, Opener, open_lmdb
 
@@ -55,7 +56,7 @@ def test_environment_lives_in_stream_subdirectory(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path / "vnode" / "tq" / "stream")) == [
         "data.mdb",
         "lock.mdb",
-        LOCK_FILE,
+        MARKER_FILE,
     ]
 
 
@@ -482,7 +483,7 @@ def test_readonly_creates_no_file(tmp_path: Path) -> None:
     assert not (tmp_path / "missing").exists()
     with open_lmdb(tmp_path) as writer:
         writer.table("task.db", TASK_KEY_LEN)
-    for name in ("lock.mdb", LOCK_FILE):  # e.g. a copied backup: only data.mdb
+    for name in ("lock.mdb", MARKER_FILE):  # e.g. a copied backup: only data.mdb
         (tmp_path / "stream" / name).unlink()
     with LmdbStore.open(tmp_path, readonly=True) as reader:
         assert list(reader.table("task.db", TASK_KEY_LEN).items()) == []
@@ -516,18 +517,20 @@ def test_an_unlocked_read_that_overlaps_two_commits_is_read_again(tmp_path: Path
 
         commit(0)
         reads: list[int] = []
+        real_read_image = lmdb_store.read_image
 
-        def read(txn: object) -> list[tuple[bytes, bytes]]:
+        def read(fd: int, data_path: str) -> FileImage:
             reads.append(len(reads))
             if len(reads) == 1:  # the writer commits three times inside the first read
                 for generation in (1, 2, 3):
                     commit(generation)
-            return list(txn.cursor(db=handle))  # type: ignore[attr-defined]
+            return real_read_image(fd, data_path)
 
         with LmdbStore.open(tmp_path, readonly=True) as reader:
             table = reader.table("task.db", TASK_KEY_LEN)
-            handle = reader._tables["task.db"]._handle  # the LMDB sub-database, for `read`
-            rows = reader._in_snapshot(read, "items", table.name)  # the store's read path
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(lmdb_store, "read_image", read)
+                rows = list(table.items())  # the store's read path
         child.stdin.close()
         child.wait(timeout=30)
     assert reads == [0, 1]
