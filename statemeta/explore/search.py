@@ -36,6 +36,8 @@ import functools
 import hashlib
 import itertools
 import multiprocessing
+import os
+import signal
 import struct
 import threading
 import time
@@ -57,6 +59,7 @@ from statemeta.explore.state import (
     related_slots,
 )
 from statemeta.harness.failure import Failure, Step
+from statemeta.harness.keeper import die_with_parent
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import REOPENS, Op, slot_of
 from statemeta.harness.reference import Coverage, ReferenceAdapter
@@ -606,12 +609,27 @@ def _expand_in_parallel(level: _Level, workers: int) -> list[_Expansion]:
     cuts = [size * i // chunks for i in range(chunks + 1)]
     runs = [(lo, hi) for lo, hi in itertools.pairwise(cuts) if lo < hi]
     _LEVEL = level
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    others = set(multiprocessing.active_children())
+    pool = ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("fork"),
+        initializer=_worker_started, initargs=(os.getpid(),),
+    )
     try:  # a worker that dies makes map raise BrokenProcessPool: nothing waits for it
         return list(pool.map(_expand_run, runs))
+    except BaseException:  # a worker's error, an interrupt: the others are not waited for
+        for worker in set(multiprocessing.active_children()) - others:
+            worker.kill()
+        raise
     finally:
         pool.shutdown(cancel_futures=True)
         _LEVEL = None
+
+
+def _worker_started(parent: int) -> None:
+    """In a forked worker: it dies with the search's process (whatever ends that: SIGTERM,
+    SIGKILL), and leaves an interrupt to it (a terminal's SIGINT reaches the whole group)."""
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _expand_run(run: tuple[int, int]) -> _Expansion:

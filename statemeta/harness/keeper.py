@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import resource
 import select
@@ -46,7 +47,7 @@ import subprocess
 import sys
 from types import FrameType
 
-__all__ = ["end_tree", "main"]
+__all__ = ["die_with_parent", "end_tree", "main"]
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -64,9 +65,13 @@ def _prctl(option: int, value: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
-def _die_with_keeper() -> None:
-    """In the implementation, before exec: SIGKILL when the keeper dies (even by SIGKILL)."""
+def die_with_parent(parent: int) -> None:
+    """In a child of ``parent`` (the implementation before exec, an explorer's worker): SIGKILL
+    when the parent dies, even by SIGKILL; at once if it died before this call (the child was
+    then re-parented). On Linux; elsewhere nothing."""
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if sys.platform == "linux" and os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _parents() -> dict[int, int]:
@@ -166,7 +171,10 @@ def main(argv: list[str]) -> None:
     for number in _ENDING_SIGNALS:
         signal.signal(number, _on_ending_signal)
     try:
-        child = subprocess.Popen(argv[2:], start_new_session=True, preexec_fn=_die_with_keeper)
+        child = subprocess.Popen(
+            argv[2:], start_new_session=True,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),
+        )
     except (OSError, ValueError, subprocess.SubprocessError) as error:
         control.sendall(f"cannot start: {error}\n".encode())
         os._exit(_CANNOT_START)
