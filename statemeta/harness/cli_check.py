@@ -6,7 +6,8 @@ progress, for their importers).
 
 Exit codes of both commands: 0 conformant (replay: the trace passes now), 1 a divergence, an
 invariant violation or a broken implementation (trace written, path printed), 2 could not run
-(a command that does not start, a failed handshake, a level it does not support, a bad trace),
+(a command that does not start, a failed handshake, a level it does not support, a bad trace,
+replay without ``--sut``: a trace is untrusted, its own command is shown, never run),
 128 + N interrupted by signal N (SIGTERM, SIGINT, SIGHUP: the implementation's process tree is
 ended first, and one line says so).
 """
@@ -415,7 +416,9 @@ def run_replay_command(args: argparse.Namespace) -> int:
         return EXIT_COULD_NOT_RUN
     if args.concurrent:
         return _recheck(recorded, args)
-    command = args.sut or recorded.sut
+    if args.sut is None:
+        return _not_run(recorded, args)
+    command = args.sut
     trace: Trace | None = None
     with _interruptible() as received, SubprocessAdapter(command, timeout=args.timeout) as sut:
         problem = _handshake(sut, recorded.level)
@@ -452,6 +455,26 @@ def run_replay_command(args: argparse.Namespace) -> int:
         where += f", not where it was written ({recorded.mask.op} {recorded.mask.at})"
     print(f"\nstill fails{where}: {args.trace} ({command})")
     return EXIT_FAILED
+
+
+def _not_run(recorded: Trace, args: argparse.Namespace) -> int:
+    """Replay without ``--sut``: a trace is untrusted input (it comes with bug reports), so the
+    command it records is shown, with the line that runs it, and never run (control characters
+    shown escaped, so the trace cannot drive the terminal)."""
+    line = f"statemeta replay {shlex.quote(str(args.trace))} --sut {shlex.quote(recorded.sut)}"
+    if args.semantics:
+        line += f" --semantics {args.semantics}"
+    print(
+        f"not run: replay runs only a command given with --sut (a trace is untrusted input); "
+        f"{_shown(str(args.trace))} records the command: {_shown(recorded.sut)}\n"
+        f"if you trust it, run: {_shown(line)}",
+        file=sys.stderr,
+    )
+    return EXIT_COULD_NOT_RUN
+
+
+def _shown(text: str) -> str:
+    return text if text.isprintable() else ascii(text)
 
 
 def _recheck(recorded: Trace, args: argparse.Namespace) -> int:

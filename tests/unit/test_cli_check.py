@@ -125,7 +125,7 @@ def test_a_broken_implementation_is_reported_within_the_timeout(
     assert trace.failure.kind == "sut"
     assert trace.steps[-1].op.name == "register"
     assert trace.steps[-1].sut is None
-    code, text = _replay(capsys, str(out), "--timeout", "0.5")
+    code, text = _replay(capsys, str(out), "--sut", command, "--timeout", "0.5")
     assert code == 1, text
     assert "still fails" in text
 
@@ -206,7 +206,7 @@ def test_the_served_seed_at_level_3_is_not_the_intended_semantics(
     )
     assert code == 1, text
     assert "NOT conformant" in text and "invariant violations of" not in text
-    code, text = _replay(capsys, str(out), "--semantics", "seed")
+    code, text = _replay(capsys, str(out), "--sut", SEED_SERVER, "--semantics", "seed")
     assert code == 0, text
 
 
@@ -249,7 +249,7 @@ def test_the_served_seed_is_not_the_intended_semantics(
     assert trace.semantics.value == "intended"
     assert trace.failure.kind == "view"
     assert re.search(r"\.(prev_status|prev_event|saved|waiting)", trace.failure.detail), text
-    code, text = _replay(capsys, str(out))
+    code, text = _replay(capsys, str(out), "--sut", SEED_SERVER)
     assert code == 1 and "still fails" in text
-    code, text = _replay(capsys, str(out), "--semantics", "seed")
+    code, text = _replay(capsys, str(out), "--sut", SEED_SERVER, "--semantics", "seed")
     assert code == 0 and "seed semantics" in text

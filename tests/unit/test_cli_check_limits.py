@@ -1,6 +1,8 @@
 """statemeta check and replay on hostile input: a clear line and an exit code, never a traceback.
 
 - a trace file with a bad field: replay exits 2 with one line naming the file and the field;
+- a trace is untrusted: replay without --sut runs nothing of it, it prints the command the trace
+  records and the line that would run it (exit 2);
 - an implementation answering JSON nested too deep, or flooding its stderr, fails the run
   (exit 1) with a trace that holds a bounded report.
 """
@@ -8,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -51,6 +54,31 @@ def test_replay_of_a_trace_with_a_bad_field_exits_2_with_one_line(
     lines = captured.err.splitlines()
     assert len(lines) == 1, captured.err
     assert lines[0].startswith(f"could not run: trace {path}, field {field!r}: expected ")
+
+
+def test_replay_without_sut_runs_nothing_the_trace_names(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    planted = f"{sys.executable} -c \"open('{marker}', 'w')\""
+    trace = _good_trace()
+    trace["sut"] = planted
+    path = tmp_path / "bug report.json"
+    path.write_text(json.dumps(trace))
+    assert main(["replay", str(path), "--semantics", "seed"]) == 2
+    assert not marker.exists()
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    said, line = captured.err.splitlines()
+    assert said.startswith("not run: replay runs only a command given with --sut")
+    assert said.endswith(f"records the command: {planted}")
+    assert line == f"if you trust it, run: statemeta replay {shlex.quote(str(path))} --sut " + (
+        f"{shlex.quote(planted)} --semantics seed"
+    )
+    trace["sut"] = "me\x1b]0;title\x07"  # nor can it drive the terminal
+    path.write_text(json.dumps(trace))
+    assert main(["replay", str(path)]) == 2
+    assert "\x1b" not in capsys.readouterr().err
 
 
 def test_replay_of_a_deeply_nested_trace_exits_2_with_one_line(

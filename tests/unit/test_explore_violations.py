@@ -158,7 +158,8 @@ def test_the_cli_lists_every_violation_and_each_trace_replays_against_the_served
         trace = read_trace(Path(entry["trace"]))
         assert trace.sut == f"{sys.executable} -m statemeta.serve --variant {FORGETS_STOP}"
         assert [repr(op) for op in trace.ops] == entry["ops"]
-        assert main(["replay", entry["trace"]]) == 1, entry  # fails again, over the protocol
+        # fails again, over the protocol
+        assert main(["replay", entry["trace"], "--sut", trace.sut]) == 1, entry
         assert "still fails" in capsys.readouterr().out
 
 
@@ -211,11 +212,11 @@ def test_a_seed_trace_replays_against_the_served_seed(
         trace = read_trace(Path(entry["trace"]))
         assert trace.semantics is Semantics.SEED
         assert trace.sut.endswith("-m statemeta.serve --semantics seed")
-        assert main(["replay", entry["trace"]]) == 0, capsys.readouterr().out
+        assert main(["replay", entry["trace"], "--sut", trace.sut]) == 0, capsys.readouterr().out
         passed = capsys.readouterr().out
         assert "seed semantics); invariant violations of the seed reference itself: " in passed
         assert f"{entry['invariant']} 1" in passed  # the defect reproduced, at its last step
-        assert main(["replay", entry["trace"], "--semantics", "intended"]) == 1
+        assert main(["replay", entry["trace"], "--sut", trace.sut, "--semantics", "intended"]) == 1
         assert "still fails" in capsys.readouterr().out
 
 
@@ -262,10 +263,11 @@ def test_the_seed_start_round_defect_is_found_and_replays(
     assert code == 1
     found = {(v["invariant"], v["operation"]): v for v in doc["violations"]}
     entry = found["start-round", "report_launch"]
+    trace = read_trace(Path(entry["trace"]))
     assert entry["length"] == 4 and "results for non-members" in entry["detail"]
-    assert main(["replay", entry["trace"]]) == 0
+    assert main(["replay", entry["trace"], "--sut", trace.sut]) == 0
     assert "start-round 1" in capsys.readouterr().out
-    assert main(["replay", entry["trace"], "--semantics", "intended"]) == 1
+    assert main(["replay", entry["trace"], "--sut", trace.sut, "--semantics", "intended"]) == 1
     intended = explore(
         Bounds(stream_tasks=0, role_changes=0, reopens=0, faults=0, clock_advances=0,
                max_depth=4),

@@ -132,7 +132,7 @@ def test_each_trace_replays_at_its_place(seed_run: tuple[int, dict[str, Any], Pa
     for entry in document["catalogue"]:
         trace = read_trace(Path(entry["trace"]))
         assert trace.mask == _place(entry) and len(trace.steps) == entry["steps"]
-        code, stdout, _ = _cli("replay", entry["trace"])
+        code, stdout, _ = _cli("replay", entry["trace"], "--sut", trace.sut)
         assert code == 1, stdout
         assert f"still fails at {entry['op']} {entry['at']}: " in stdout
         # the first divergence of its example: nothing differed before its last step but what

@@ -93,7 +93,7 @@ def test_a_lifecycle_variant_that_changes_status_is_caught_at_level_1(
     assert failure["kind"] == "view"
     assert ".status:" in failure["detail"]
     assert set(failure["sut_view"]["tasks"][0]) == {"slot", "status"}  # only what is compared
-    assert main(["replay", str(trace)]) == 1
+    assert main(["replay", str(trace), "--sut", sut]) == 1
     assert main(["replay", str(trace), "--sut", f"{SERVE} --observe status"]) == 0  # the fix
     assert "not compared (the implementation does not observe them)" in capsys.readouterr().out
 

@@ -50,7 +50,7 @@ def test_against_the_intended_semantics_it_fails_on_a_divergence_of_the_seed(
     assert code == 1, out + err
     # L8: the seed's prev starts as READY, the intended one as none
     assert "prev_status: reference null, implementation \"ready\"" in out
-    code = main(["replay", str(trace), "--semantics", "seed"])
+    code = main(["replay", str(trace), "--sut", SUT, "--semantics", "seed"])
     assert code == 0, capsys.readouterr().out  # the seed's own behaviour, not a bug of its own
 
 
@@ -87,7 +87,8 @@ def test_keep_going_against_the_intended_semantics_lists_the_seed_divergences_on
     intended = unchecked_reference(Semantics.INTENDED)
     for entry in catalogue:
         trace = read_trace(Path(entry["trace"]))
-        assert main(["replay", entry["trace"], "--semantics", "seed"]) == 0, entry
+        replayed = ["replay", entry["trace"], "--sut", trace.sut, "--semantics", "seed"]
+        assert main(replayed) == 0, entry
         explained = [
             switch
             for switch in SHOWABLE
