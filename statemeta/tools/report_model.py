@@ -467,7 +467,7 @@ def _from_trace(trace: Trace, where: str) -> Report:
                ("semantics", trace.semantics.value), ("seed", str(trace.seed)))
     if trace.history is not None:
         return _concurrent_report(trace.history, trace.level, trace.semantics, summary, where)
-    return Report(f"statemeta trace: {where}", "trace", f"failed ({trace.failure.kind})",
+    return Report(f"statemeta trace: {Path(where).name}", "trace", f"failed ({trace.failure.kind})",
                   False, summary, counterexamples=(counterexample(trace, "the trace"),))
 
 
@@ -476,7 +476,7 @@ def _concurrent_report(history: History[Call, Json], level: int, semantics: Sema
     if level not in CONCURRENT_LEVELS:
         raise ReportInputError(where, f"a concurrent history is of level 2 or 3, not {level}")
     drawn = concurrent(history, level, semantics)
-    return Report(f"statemeta concurrent history: {where}", "concurrent", drawn.verdict,
+    return Report(f"statemeta concurrent history: {Path(where).name}", "concurrent", drawn.verdict,
                   drawn.linearizable, summary, concurrent=drawn)
 
 

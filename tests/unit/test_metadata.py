@@ -30,5 +30,5 @@ def test_every_readme_link_is_absolute_and_names_a_file_of_the_checkout() -> Non
     links = re.findall(r"\]\(([^)#]+)", (ROOT / "README.md").read_text(encoding="utf-8"))
     assert len(links) >= 15
     assert [link for link in links if not link.startswith(base + "/")] == []
-    paths = [re.sub(rf"^{re.escape(base)}/(blob|tree)/main/", "", link) for link in links]
+    paths = [re.sub(rf"^{re.escape(base)}/(blob|tree|raw)/main/", "", link) for link in links]
     assert [p for p in paths if not (ROOT / p).exists()] == []
