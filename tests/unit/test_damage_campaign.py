@@ -1,6 +1,7 @@
 """Issue 34's damage campaign, bounded and seeded: truncations, zeroed pages and bit flips of a
 300-task store, each opened read-only (inspect) and read-write: 0 signals, 0 hangs, every
-silent change detected (a StoreError naming the file, or the changed records reported).
+silent change detected (a StoreError naming the file, or the changed records reported); and
+inspect beside a committing writer (finding 5): whole snapshots, never a signal.
 
 The cases run in one child process (a signal shows as its exit status, a hang as a timeout).
 """
@@ -95,3 +96,58 @@ def test_no_damage_kills_hangs_or_goes_unnoticed(tmp_path: Path) -> None:
     _done, cases, counts = lines[-1]
     assert cases == 125 and counts["silent"] == 0
     assert counts["refused"] + counts["reported"] > 0, counts
+
+
+WRITER = r"""
+import sys
+from statemeta.codec import encode_task, encode_task_key
+from statemeta.store import LmdbStore
+sys.path.insert(0, sys.argv[2])
+from meta_support import task
+store = LmdbStore.open(sys.argv[1], durable=False)
+tasks = store.table("task.db", 16)
+generation = 0
+while True:
+    store.begin()
+    for n in range(300):
+        t = task(n, checkpoint_id=generation)
+        tasks.upsert(encode_task_key(t.stream_id, t.task_id), encode_task(t))
+    store.commit()
+    generation += 1
+    if generation == 1:
+        print("ready", flush=True)
+"""
+
+READER = r"""
+import json, sys
+from statemeta.errors import StoreError
+from statemeta.tools.inspect import inspect_meta
+for _ in range(15):
+    try:
+        found = inspect_meta(sys.argv[1])
+    except StoreError as e:
+        print(json.dumps(["StoreError", str(e)]), flush=True)
+        continue
+    checkpoints = {t.checkpoint_id for t in found.tasks}
+    print(json.dumps([len(found.tasks), len(found.bad_records), len(checkpoints)]), flush=True)
+"""
+
+
+def test_inspect_beside_a_committing_writer_reads_whole_snapshots(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    here = str(Path(__file__).parent)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), here], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
+        done = subprocess.run([sys.executable, "-c", READER, str(tmp_path)], env=env,
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        writer.kill()
+        writer.wait(timeout=30)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    reads = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(reads) == 15
+    whole = [r for r in reads if r[0] != "StoreError"]
+    assert whole and all(r == [300, 0, 1] for r in whole), reads
+    assert all("committed twice or more" in r[1] for r in reads if r[0] == "StoreError"), reads
