@@ -1,4 +1,4 @@
-"""The files of a store directory, as issue 34 found them misused (findings 3, 4 and 6).
+"""The files of a store directory, as issue 34 found them misused (findings 3, 4, 6 and 7).
 
 Each open that LMDB could hang in (a FIFO) runs in a child process with a timeout.
 """
@@ -10,10 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
+from meta_support import committed, open_meta, task
 
+from statemeta.codec import decode_task, encode_task, encode_task_key
 from statemeta.errors import StoreError
 from statemeta.store import ENV_DIR, MARKER_FILE, LmdbStore
+from statemeta.tools.inspect import inspect_meta
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OLD_LOCK_FILE = "statemeta.lock"  # where the writer lock was before issue 34
@@ -126,3 +130,30 @@ def test_a_first_open_that_fails_leaves_no_data_file(
     monkeypatch.setattr(os, "fsync", real_fsync)
     with LmdbStore.open(tmp_path) as store:
         assert list(store.table("task.db", 16).items()) == []
+
+
+def test_a_flipped_bit_that_still_decodes_is_reported(tmp_path: Path) -> None:
+    """Finding 7: a changed checkpoint id decoded fine and load reported nothing."""
+    stored = task(6, checkpoint_id=12)
+    meta = open_meta(tmp_path)
+    meta.register(stored, ver=3)
+    meta.close()
+    (value,) = committed(tmp_path).values()
+    changed = encode_task(attrs.evolve(decode_task(value), checkpoint_id=13))
+    at = next(i for i, (a, b) in enumerate(zip(value, changed, strict=True)) if a != b)
+    data = tmp_path / ENV_DIR / "data.mdb"
+    raw = bytearray(data.read_bytes())
+    assert raw.count(value) == 1
+    where = raw.find(value) + at
+    raw[where] ^= 12 ^ 13
+    data.write_bytes(raw)
+    key = encode_task_key(stored.stream_id, stored.task_id).hex()
+    found = inspect_meta(tmp_path)
+    assert found.tasks == () and [b.key_hex for b in found.bad_records] == [key]
+    assert "checksum mismatch" in found.bad_records[0].reason
+    meta = open_meta(tmp_path, check_invariants=False)  # store-mirror decodes without the sums
+    try:
+        report = meta.load_all()
+    finally:
+        meta.close()
+    assert report.loaded == () and [r.key_hex for r in report.undecodable] == [key]
