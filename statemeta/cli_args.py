@@ -23,6 +23,7 @@ from statemeta.harness.observation import declared
 from statemeta.semantics import Semantics
 
 __all__ = [
+    "MAX_COUNT",
     "MAX_SECONDS",
     "MAX_WORKERS",
     "Parser",
@@ -73,6 +74,10 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
+        for arg in () if self._subparsers else args or ():  # a subcommand's parser says it
+            option, equals, value = arg.partition("=")
+            if option.startswith("-") and equals and value == "--":  # argparse drops it: []
+                self.error(f"argument {option}: '--' is not a value")
         if not self.intermixed or self._in_pass:
             return super().parse_known_args(args, namespace)
         self._in_pass = True  # the intermixed parse calls back here for each of its passes
@@ -86,18 +91,24 @@ def _refuse(text: str, what: str) -> NoReturn:
     raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
 
 
-def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number in [low, high] (no upper bound when ``high`` is None)."""
+MAX_COUNT = 1_000_000_000
+"""The largest count, budget or depth an option accepts: more is a typo, and an explorer's
+budgets are packed in 64 bits."""
+
+_WHOLE = re.compile(r"-?[0-9]{1,10}")
+"""A whole number as the options take it: ASCII decimal digits, no sign but minus, no blanks
+or underscores (Python's ``int()`` takes ``+5``, `` 5``, ``1_000`` and other scripts' digits)."""
+
+
+def int_in(low: int, high: int = MAX_COUNT) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high], written in ASCII decimal digits."""
     what = f"a whole number from {low} to {high}"
-    if high is None:
-        what = f"a whole number, at least {low}"
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
+        if _WHOLE.fullmatch(text) is None:
             _refuse(text, what)
-        if value < low or (high is not None and value > high):
+        value = int(text)
+        if not low <= value <= high:
             _refuse(text, what)
         return value
 
@@ -105,9 +116,9 @@ def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
 
 
 positive_int = int_in(1)
-"""An argparse type: a count of at least 1 (examples, steps)."""
+"""An argparse type: a count from 1 to MAX_COUNT (examples, steps)."""
 nonnegative_int = int_in(0)
-"""An argparse type: a budget or a depth, 0 or more."""
+"""An argparse type: a budget or a depth, 0 to MAX_COUNT."""
 
 
 def seconds(text: str) -> float:

@@ -42,6 +42,16 @@ CASES: list[tuple[str, str, str]] = [
         for value in ("nan", "inf", "-inf", "0", "-1", "1e300", "1e309", "abc", "")
     ],
     ("statemeta check --sut SERVE --examples 0", "check", "argument --examples"),
+    *[
+        (f"statemeta check --sut SERVE --examples 1 --steps={shlex.quote(value)}", "check",
+         "argument --steps")
+        for value in ("+5", " 5", "5 ", "1_000", "\u0665", "1" * 26, "1000000001", "--", "")
+    ],
+    *[
+        (f"statemeta explore --quiet --max-depth 1 --{flag} {2**64}", "explore",
+         f"argument --{flag}")
+        for flag in ("faults", "reopens", "clock-advances")
+    ],
     ("statemeta check --sut SERVE --steps -1", "check", "argument --steps"),
     ("statemeta check --sut SERVE --level 4", "check", "argument --level"),
     ("statemeta check --sut SERVE --seed x", "check", "argument --seed"),
