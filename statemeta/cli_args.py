@@ -11,12 +11,13 @@ traceback and never a run that fails late (docs/cli.md).
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import re
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from statemeta.errors import MisuseError
 from statemeta.harness.observation import declared
@@ -175,6 +176,25 @@ def view_keys(text: str) -> list[str]:
     return keys
 
 
+_Path = TypeVar("_Path")
+
+
+def _usable(parse: Callable[[str], _Path]) -> Callable[[str], _Path]:
+    """A path type whose probe of the file system cannot end in a traceback: a path the
+    system refuses to look at (a name too long, a loop of links) is the one-line refusal."""
+
+    @functools.wraps(parse)
+    def checked(text: str) -> _Path:
+        try:
+            return parse(text)
+        except OSError as error:
+            shown = text if len(text) <= 80 else text[:80] + "..."
+            _refuse(shown, f"a usable path ({error.strerror})")
+
+    return checked
+
+
+@_usable
 def input_file(text: str) -> str:
     """An argparse type: ``-`` (stdin) or a path that exists and is not a directory (a file, a
     device, a pipe such as ``<(cmd)``)."""
@@ -185,6 +205,7 @@ def input_file(text: str) -> str:
     return text
 
 
+@_usable
 def existing_directory(text: str) -> Path:
     """An argparse type: a directory that exists."""
     if not Path(text).is_dir():
@@ -192,6 +213,7 @@ def existing_directory(text: str) -> Path:
     return Path(text)
 
 
+@_usable
 def output_file(text: str) -> Path:
     """An argparse type: a file path that can be written at the end of a long run: not a
     directory, in a directory that exists."""
@@ -203,6 +225,7 @@ def output_file(text: str) -> Path:
     return path
 
 
+@_usable
 def output_directory(text: str) -> Path:
     """An argparse type: a directory to write files into at the end of a long run: one that
     exists, or a path that can be made (its parent exists and it is not a file)."""

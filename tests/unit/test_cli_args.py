@@ -43,6 +43,13 @@ CASES: list[tuple[str, str, str]] = [
     ],
     ("statemeta check --sut SERVE --examples 0", "check", "argument --examples"),
     *[
+        (f"statemeta check --sut SERVE --examples 1 --steps 1 --trace-out {path}", "check",
+         "argument --trace-out")
+        for path in ("x" * 300, "{tmp}/" + "x" * 300 + "/t.json")
+    ],
+    ("statemeta explore --quiet --max-depth 1 --trace-dir " + "d" * 300, "explore",
+     "argument --trace-dir"),
+    *[
         (f"statemeta check --sut SERVE --examples 1 --steps={shlex.quote(value)}", "check",
          "argument --steps")
         for value in ("+5", " 5", "5 ", "1_000", "\u0665", "1" * 26, "1000000001", "--", "")
