@@ -26,6 +26,7 @@ from statemeta.semantics import Semantics
 __all__ = [
     "MAX_COUNT",
     "MAX_SECONDS",
+    "MAX_SEED",
     "MAX_WORKERS",
     "Parser",
     "add_semantics",
@@ -40,6 +41,7 @@ __all__ = [
     "output_file",
     "positive_int",
     "seconds",
+    "seed",
     "view_keys",
 ]
 
@@ -96,7 +98,10 @@ MAX_COUNT = 1_000_000_000
 """The largest count, budget or depth an option accepts: more is a typo, and an explorer's
 budgets are packed in 64 bits."""
 
-_WHOLE = re.compile(r"-?[0-9]{1,10}")
+MAX_SEED = 2**64 - 1
+"""The largest seed: a run's seed is a 64-bit number (its default is drawn below 2**32)."""
+
+_WHOLE = re.compile(r"-?[0-9]{1,20}")
 """A whole number as the options take it: ASCII decimal digits, no sign but minus, no blanks
 or underscores (Python's ``int()`` takes ``+5``, `` 5``, ``1_000`` and other scripts' digits)."""
 
@@ -120,6 +125,12 @@ positive_int = int_in(1)
 """An argparse type: a count from 1 to MAX_COUNT (examples, steps)."""
 nonnegative_int = int_in(0)
 """An argparse type: a budget or a depth, 0 to MAX_COUNT."""
+seed = int_in(0, MAX_SEED)
+"""An argparse type: a run's seed, 0 to MAX_SEED."""
+
+_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]{1,4})?")
+"""A number of seconds as the options take it: ASCII decimal digits with an optional point and
+exponent (Python's ``float()`` also takes blanks, ``1_0``, ``nan`` and other scripts' digits)."""
 
 
 def seconds(text: str) -> float:
@@ -133,10 +144,7 @@ def minutes(text: str) -> float:
 
 
 def _duration(text: str, unit: str, most: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    value = float(text) if _DECIMAL.fullmatch(text) else math.nan
     if not (math.isfinite(value) and 0 < value <= most):
         _refuse(text, f"a number of {unit} in (0, {most:g}]")
     return value

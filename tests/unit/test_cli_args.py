@@ -54,6 +54,23 @@ CASES: list[tuple[str, str, str]] = [
          "argument --steps")
         for value in ("+5", " 5", "5 ", "1_000", "\u0665", "1" * 26, "1000000001", "--", "")
     ],
+    *[  # every number is ASCII decimal digits, below a stated maximum
+        (f"statemeta check --sut SERVE --examples 1 --steps 1 {option}={shlex.quote(value)}",
+         "check", f"argument {option}")
+        for option, values in (
+            ("--seed", ("+5", " 5", "1_000", "\u0665", "1" * 26, str(2**64), "-1")),
+            ("--timeout", ("+5", " 5", "5 ", "1_0", "\u0665", "0x10", "--")),
+            ("--level", ("+2", " 2", "\u0662", "2.0")),
+        )
+        for value in values
+    ],
+    *[
+        (f"statemeta explore --quiet --max-depth 1 --stream-tasks={shlex.quote(value)}",
+         "explore", "argument --stream-tasks")
+        for value in ("+1", " 1", "\u0661")
+    ],
+    ("statemeta campaign --quiet --examples 1 --steps 1 --seed 1_0", "campaign",
+     "argument --seed"),
     *[
         (f"statemeta explore --quiet --max-depth 1 --{flag} {2**64}", "explore",
          f"argument --{flag}")
@@ -186,6 +203,11 @@ def test_a_refusal_from_the_installed_command_is_one_line_and_nothing_runs(
         (cli_args.int_in(1, cli_args.MAX_WORKERS), "64", 64),
         (cli_args.seconds, "0.001", 0.001),
         (cli_args.seconds, "86400", 86400.0),
+        (cli_args.seconds, "1.5e2", 150.0),
+        (cli_args.seconds, ".5", 0.5),
+        (cli_args.seconds, "2.", 2.0),
+        (cli_args.seed, "0", 0),
+        (cli_args.seed, str(2**64 - 1), 2**64 - 1),
         (cli_args.command_line, "python -m statemeta.serve", "python -m statemeta.serve"),
         (cli_args.command_line, "'my impl' --flag", "'my impl' --flag"),
         (cli_args.input_file, "-", "-"),
