@@ -11,19 +11,22 @@ traceback and never a run that fails late (docs/cli.md).
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import re
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from statemeta.errors import MisuseError
 from statemeta.harness.observation import declared
 from statemeta.semantics import Semantics
 
 __all__ = [
+    "MAX_COUNT",
     "MAX_SECONDS",
+    "MAX_SEED",
     "MAX_WORKERS",
     "Parser",
     "add_semantics",
@@ -38,6 +41,7 @@ __all__ = [
     "output_file",
     "positive_int",
     "seconds",
+    "seed",
     "view_keys",
 ]
 
@@ -73,6 +77,10 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
+        for arg in () if self._subparsers else args or ():  # a subcommand's parser says it
+            option, equals, value = arg.partition("=")
+            if option.startswith("-") and equals and value == "--":  # argparse drops it: []
+                self.error(f"argument {option}: '--' is not a value")
         if not self.intermixed or self._in_pass:
             return super().parse_known_args(args, namespace)
         self._in_pass = True  # the intermixed parse calls back here for each of its passes
@@ -86,18 +94,27 @@ def _refuse(text: str, what: str) -> NoReturn:
     raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
 
 
-def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number in [low, high] (no upper bound when ``high`` is None)."""
+MAX_COUNT = 1_000_000_000
+"""The largest count, budget or depth an option accepts: more is a typo, and an explorer's
+budgets are packed in 64 bits."""
+
+MAX_SEED = 2**64 - 1
+"""The largest seed: a run's seed is a 64-bit number (its default is drawn below 2**32)."""
+
+_WHOLE = re.compile(r"-?[0-9]{1,20}")
+"""A whole number as the options take it: ASCII decimal digits, no sign but minus, no blanks
+or underscores (Python's ``int()`` takes ``+5``, `` 5``, ``1_000`` and other scripts' digits)."""
+
+
+def int_in(low: int, high: int = MAX_COUNT) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high], written in ASCII decimal digits."""
     what = f"a whole number from {low} to {high}"
-    if high is None:
-        what = f"a whole number, at least {low}"
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
+        if _WHOLE.fullmatch(text) is None:
             _refuse(text, what)
-        if value < low or (high is not None and value > high):
+        value = int(text)
+        if not low <= value <= high:
             _refuse(text, what)
         return value
 
@@ -105,9 +122,15 @@ def int_in(low: int, high: int | None = None) -> Callable[[str], int]:
 
 
 positive_int = int_in(1)
-"""An argparse type: a count of at least 1 (examples, steps)."""
+"""An argparse type: a count from 1 to MAX_COUNT (examples, steps)."""
 nonnegative_int = int_in(0)
-"""An argparse type: a budget or a depth, 0 or more."""
+"""An argparse type: a budget or a depth, 0 to MAX_COUNT."""
+seed = int_in(0, MAX_SEED)
+"""An argparse type: a run's seed, 0 to MAX_SEED."""
+
+_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]{1,4})?")
+"""A number of seconds as the options take it: ASCII decimal digits with an optional point and
+exponent (Python's ``float()`` also takes blanks, ``1_0``, ``nan`` and other scripts' digits)."""
 
 
 def seconds(text: str) -> float:
@@ -121,10 +144,7 @@ def minutes(text: str) -> float:
 
 
 def _duration(text: str, unit: str, most: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    value = float(text) if _DECIMAL.fullmatch(text) else math.nan
     if not (math.isfinite(value) and 0 < value <= most):
         _refuse(text, f"a number of {unit} in (0, {most:g}]")
     return value
@@ -164,6 +184,25 @@ def view_keys(text: str) -> list[str]:
     return keys
 
 
+_Path = TypeVar("_Path")
+
+
+def _usable(parse: Callable[[str], _Path]) -> Callable[[str], _Path]:
+    """A path type whose probe of the file system cannot end in a traceback: a path the
+    system refuses to look at (a name too long, a loop of links) is the one-line refusal."""
+
+    @functools.wraps(parse)
+    def checked(text: str) -> _Path:
+        try:
+            return parse(text)
+        except OSError as error:
+            shown = text if len(text) <= 80 else text[:80] + "..."
+            _refuse(shown, f"a usable path ({error.strerror})")
+
+    return checked
+
+
+@_usable
 def input_file(text: str) -> str:
     """An argparse type: ``-`` (stdin) or a path that exists and is not a directory (a file, a
     device, a pipe such as ``<(cmd)``)."""
@@ -174,6 +213,7 @@ def input_file(text: str) -> str:
     return text
 
 
+@_usable
 def existing_directory(text: str) -> Path:
     """An argparse type: a directory that exists."""
     if not Path(text).is_dir():
@@ -181,6 +221,7 @@ def existing_directory(text: str) -> Path:
     return Path(text)
 
 
+@_usable
 def output_file(text: str) -> Path:
     """An argparse type: a file path that can be written at the end of a long run: not a
     directory, in a directory that exists."""
@@ -192,6 +233,7 @@ def output_file(text: str) -> Path:
     return path
 
 
+@_usable
 def output_directory(text: str) -> Path:
     """An argparse type: a directory to write files into at the end of a long run: one that
     exists, or a path that can be made (its parent exists and it is not a file)."""

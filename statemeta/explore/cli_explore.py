@@ -52,8 +52,8 @@ DEFAULT_TRACE_DIR = Path("explore-violations")
 
 def add_bound_options(parser: argparse.ArgumentParser) -> None:
     d = DEFAULT_BOUNDS
-    parser.add_argument("--stream-tasks", type=int, default=d.stream_tasks, choices=(0, 1, 2),
-                        help="plain stream tasks s1, s3 (default: %(default)s)")
+    parser.add_argument("--stream-tasks", type=int_in(0, 2), default=d.stream_tasks,
+                        choices=(0, 1, 2), help="plain stream tasks s1, s3 (default: %(default)s)")
     parser.add_argument("--no-fill-history", dest="fill_history", action="store_false",
                         help="leave out the pair f1 (stream task) / h1 (its fill-history task)")
     parser.add_argument("--trigger-timer", action="store_true",

@@ -3,7 +3,10 @@
 The search (search.py) decides what runs where: it partitions a large level's frontier by state
 fingerprint and hands this module a function and plain data per partition. This module only
 ships them: each call travels as one pickled blob (Dask would otherwise walk the lists of
-tuples looking for tasks) and comes back the same way, in the order given.
+tuples looking for tasks), and each result comes back, in the order given, as tagged JSON
+(statemeta.explore.shipped) built only of the records of search.CLUSTER_RESULTS. A worker is
+trusted with nothing: what it sends cannot run code here (the client also refuses Dask's
+pickle deserializer), and what does not decode is a ClusterError naming the worker's task.
 
 Decision (docs/formal-checking.md, "Past one machine"): Dask distributed, not Ray. Both were
 measured here; Dask installs in a quarter of the space and starts a local cluster three times
@@ -19,9 +22,15 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from statemeta.errors import ClusterError
+from statemeta.explore import shipped
+from statemeta.explore.search import CLUSTER_RESULTS
 
 CONNECT_SECONDS = 10.0
 """How long to wait for the scheduler, and for its first worker."""
+DESERIALIZERS = ["dask", "msgpack"]
+"""The Dask serializer families the client reads what the cluster sends with: not
+``pickle`` (bytes and plain messages need no more; a worker's pickled error is refused)."""
+RESULTS = shipped.kinds(CLUSTER_RESULTS)
 _In = TypeVar("_In")
 _Out = TypeVar("_Out")
 
@@ -40,7 +49,19 @@ class DaskCluster:
             self._client.submit(_call, pickle.dumps((function, item)), pure=False)
             for item in items
         ]
-        return [pickle.loads(blob) for blob in self._client.gather(futures)]
+        try:
+            blobs = self._client.gather(futures)
+        except Exception as error:  # what a worker raised, or sent in a form refused here
+            raise ClusterError(self.address, f"a worker's task failed: {error}") from error
+        return [self._result(blob, n) for n, blob in enumerate(blobs)]
+
+    def _result(self, blob: object, n: int) -> Any:
+        if not isinstance(blob, bytes):
+            raise ClusterError(self.address, f"result {n} is a {type(blob).__name__}, not bytes")
+        try:
+            return shipped.decode(blob, RESULTS)
+        except ValueError as error:
+            raise ClusterError(self.address, f"result {n} is not a result: {error}") from error
 
     def close(self) -> None:
         self._client.close()
@@ -69,7 +90,9 @@ def connect(address: str, *, timeout: float | None = None) -> DaskCluster:
             address, "needs Dask distributed, an optional extra: pip install 'statemeta[cluster]'"
         ) from error
     try:
-        client = distributed.Client(address, timeout=timeout, set_as_default=False)
+        client = distributed.Client(
+            address, timeout=timeout, set_as_default=False, deserializers=DESERIALIZERS
+        )
     except (OSError, ValueError) as error:  # TimeoutError is an OSError
         raise ClusterError(address, f"cannot reach the scheduler: {error}") from error
     try:
@@ -94,7 +117,7 @@ def connect(address: str, *, timeout: float | None = None) -> DaskCluster:
 def _call(blob: bytes) -> bytes:
     """On a worker: one shipped call."""
     function, item = pickle.loads(blob)
-    return pickle.dumps(function(item))
+    return shipped.encode(function(item))
 
 
 def _version() -> str:

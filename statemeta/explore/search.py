@@ -66,11 +66,12 @@ from statemeta.harness.reference import Coverage, ReferenceAdapter
 from statemeta.invariants import check_view, reopen, store_mirror
 from statemeta.lifecycle import TaskStatus
 from statemeta.meta.core import TASK_TABLE
+from statemeta.meta.launch import LaunchRetry
 from statemeta.meta.persist import dropped_at_load
 from statemeta.roles import Role, RoleEvent
 from statemeta.semantics import Semantics
 from statemeta.store import MemoryStore
-from statemeta.tables import TransitionRow
+from statemeta.tables import TaskEvent, TransitionRow
 
 Budgets = tuple[tuple[str, int], ...]
 Progress = Callable[["Stats"], None]
@@ -660,6 +661,12 @@ def _expand_counted(
 _Shipped = tuple[int, tuple[Op, ...], Budgets, frozenset[int]]
 """A state of the frontier as a cluster's worker receives it: position, path, budgets left,
 sleep set."""
+CLUSTER_RESULTS: tuple[type, ...] = (
+    _Expansion, _Child, _Found, Failure, Op, TaskId, LaunchRetry, TransitionRow,
+    TaskStatus, TaskEvent, Role, RoleEvent,
+)
+"""Every class a cluster worker's result (``_expand_partition``'s) holds: the only classes
+statemeta.explore.cluster builds from what a worker sends (statemeta.explore.shipped)."""
 
 
 def _expand_on_cluster(level: _Level, context: _Context, cluster: Executor) -> list[_Expansion]:

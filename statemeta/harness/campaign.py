@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from statemeta.cli_args import add_semantics, minutes, positive_int
+from statemeta.cli_args import add_semantics, minutes, positive_int, seed
 from statemeta.harness.check import Progress, check_settings
 from statemeta.harness.coverage_model import role_class, row_class, rows_json, rows_lines
 from statemeta.harness.directed import CoverageReport, load_corpus, run_directed
@@ -149,7 +149,7 @@ def configure_campaign(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=positive_int, default=50,
                         help="rule calls per example, each an operation or a walk of up to "
                              "12 (default: 50)")
-    parser.add_argument("--seed", type=int, default=0, help="default: 0")
+    parser.add_argument("--seed", type=seed, default=0, help="default: 0")
     parser.add_argument("--minutes", type=minutes, metavar="M",
                         help="stop after about M minutes even if examples remain "
                              "(at the end of a run of 10,000 rule calls)")

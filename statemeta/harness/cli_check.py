@@ -31,9 +31,11 @@ from typing import Any
 from statemeta.cli_args import (
     add_semantics,
     command_line,
+    int_in,
     output_file,
     positive_int,
     seconds,
+    seed,
 )
 from statemeta.errors import MisuseError, SutError
 from statemeta.harness.check import (
@@ -108,12 +110,15 @@ def _add_sut(parser: argparse.ArgumentParser, *, required: bool) -> None:
 def configure_check(parser: argparse.ArgumentParser) -> None:
     _add_sut(parser, required=True)
     add_semantics(parser, default=Semantics.INTENDED.value)
-    parser.add_argument("--level", type=int, choices=LEVELS, default=2, help="default: 2")
+    parser.add_argument(
+        "--level", type=int_in(min(LEVELS), max(LEVELS)), choices=LEVELS, default=2,
+        help="default: 2",
+    )
     parser.add_argument("--examples", type=positive_int, default=100, help="default: 100")
     parser.add_argument(
         "--steps", type=positive_int, default=50, help="operations per example, at most (50)"
     )
-    parser.add_argument("--seed", type=int, help="the run's seed (default: random, printed)")
+    parser.add_argument("--seed", type=seed, help="the run's seed (default: random, printed)")
     parser.add_argument(
         "--no-directed",
         action="store_true",

@@ -169,7 +169,7 @@ class OverProtocol:
     def quiescent(self) -> str | None:
         try:
             check_view_invariants(self.sut.view())
-        except InvariantViolation as violation:
+        except (InvariantViolation, MisuseError) as violation:  # broken, or not a view
             return str(violation)
         return None
 

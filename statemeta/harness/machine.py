@@ -68,7 +68,7 @@ from statemeta.codec import (
     decode_task_key,
     encode_task_key,
 )
-from statemeta.errors import InvariantViolation, PreconditionError
+from statemeta.errors import InvariantViolation, MisuseError, PreconditionError
 from statemeta.harness import generation
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.catalogue import NO_MASKS, START, Mask, key_path
@@ -214,15 +214,20 @@ def compare_views(
     ``observation`` declares (None: everything), after the operation ``op_name`` (``label``:
     how the detail names it). True: a mask hid a difference this step made.
 
-    A view invariant the SUT's view breaks is a divergence unless the reference's view breaks
-    it too (the seed's own violation: counted in ``seed_violations``). Only the invariants
-    whose keys are all observed run (statemeta.harness.observation)."""
+    A SUT's view that is not a view of its level (a key missing, a value of another kind) is a
+    view divergence. A view invariant the SUT's view breaks is a divergence unless the
+    reference's view breaks it too (the seed's own violation: counted in ``seed_violations``).
+    Only the invariants whose keys are all observed run (statemeta.harness.observation)."""
     ref_view, sut_view = views
     seen = observation or Observation.everything(int(ref_view["level"]))
     skipped = seen.unchecked(VIEW_INVARIANTS).keys()
     hidden = False
     completed = seen.completed(sut_view, ref_view)
-    broken = {} if completed is None else broken_invariants(completed, skipped)
+    try:
+        broken = {} if completed is None else broken_invariants(completed, skipped)
+    except MisuseError as malformed:  # not a view of its level: a protocol failure, never masked
+        detail = f"after {label}: {malformed}"
+        raise Divergence("view", detail, "view", None, sut_view) from malformed
     if broken:
         seeds = broken_invariants(ref_view, skipped).keys()
         kept: Collection[str] = set()

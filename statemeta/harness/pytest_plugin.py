@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from statemeta.cli_args import command_line, output_file, positive_int, seconds
+from statemeta.cli_args import command_line, int_in, output_file, positive_int, seconds
 from statemeta.errors import SutError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.check import CheckReport, run_check
@@ -40,7 +40,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="CMD",
         help="check this implementation's command",
     )
-    group.addoption("--statemeta-level", type=int, default=2, choices=LEVELS, help="default: 2")
+    group.addoption(
+        "--statemeta-level", type=int_in(min(LEVELS), max(LEVELS)), default=2, choices=LEVELS,
+        help="default: 2",
+    )
     group.addoption(
         "--statemeta-semantics",
         default=Semantics.INTENDED.value,

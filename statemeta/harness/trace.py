@@ -222,7 +222,10 @@ def _check_fields(obj: object, fields: _Fields, where: str, path: str) -> JsonOb
 
 
 def write_trace(trace: Trace, path: Path) -> None:
-    path.write_text(json.dumps(trace.to_json(), indent=2) + "\n", encoding="utf-8")
+    """Strict RFC 8259 JSON in ASCII (a NaN is a ValueError, never a ``NaN`` literal): what an
+    implementation answers is read strictly (statemeta.harness.wire), so none reaches here."""
+    text = json.dumps(trace.to_json(), indent=2, allow_nan=False, ensure_ascii=True)
+    path.write_text(text + "\n", encoding="utf-8")
 
 
 def read_trace(path: Path) -> Trace:

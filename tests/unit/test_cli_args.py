@@ -42,6 +42,40 @@ CASES: list[tuple[str, str, str]] = [
         for value in ("nan", "inf", "-inf", "0", "-1", "1e300", "1e309", "abc", "")
     ],
     ("statemeta check --sut SERVE --examples 0", "check", "argument --examples"),
+    *[
+        (f"statemeta check --sut SERVE --examples 1 --steps 1 --trace-out {path}", "check",
+         "argument --trace-out")
+        for path in ("x" * 300, "{tmp}/" + "x" * 300 + "/t.json")
+    ],
+    ("statemeta explore --quiet --max-depth 1 --trace-dir " + "d" * 300, "explore",
+     "argument --trace-dir"),
+    *[
+        (f"statemeta check --sut SERVE --examples 1 --steps={shlex.quote(value)}", "check",
+         "argument --steps")
+        for value in ("+5", " 5", "5 ", "1_000", "\u0665", "1" * 26, "1000000001", "--", "")
+    ],
+    *[  # every number is ASCII decimal digits, below a stated maximum
+        (f"statemeta check --sut SERVE --examples 1 --steps 1 {option}={shlex.quote(value)}",
+         "check", f"argument {option}")
+        for option, values in (
+            ("--seed", ("+5", " 5", "1_000", "\u0665", "1" * 26, str(2**64), "-1")),
+            ("--timeout", ("+5", " 5", "5 ", "1_0", "\u0665", "0x10", "--")),
+            ("--level", ("+2", " 2", "\u0662", "2.0")),
+        )
+        for value in values
+    ],
+    *[
+        (f"statemeta explore --quiet --max-depth 1 --stream-tasks={shlex.quote(value)}",
+         "explore", "argument --stream-tasks")
+        for value in ("+1", " 1", "\u0661")
+    ],
+    ("statemeta campaign --quiet --examples 1 --steps 1 --seed 1_0", "campaign",
+     "argument --seed"),
+    *[
+        (f"statemeta explore --quiet --max-depth 1 --{flag} {2**64}", "explore",
+         f"argument --{flag}")
+        for flag in ("faults", "reopens", "clock-advances")
+    ],
     ("statemeta check --sut SERVE --steps -1", "check", "argument --steps"),
     ("statemeta check --sut SERVE --level 4", "check", "argument --level"),
     ("statemeta check --sut SERVE --seed x", "check", "argument --seed"),
@@ -169,6 +203,11 @@ def test_a_refusal_from_the_installed_command_is_one_line_and_nothing_runs(
         (cli_args.int_in(1, cli_args.MAX_WORKERS), "64", 64),
         (cli_args.seconds, "0.001", 0.001),
         (cli_args.seconds, "86400", 86400.0),
+        (cli_args.seconds, "1.5e2", 150.0),
+        (cli_args.seconds, ".5", 0.5),
+        (cli_args.seconds, "2.", 2.0),
+        (cli_args.seed, "0", 0),
+        (cli_args.seed, str(2**64 - 1), 2**64 - 1),
         (cli_args.command_line, "python -m statemeta.serve", "python -m statemeta.serve"),
         (cli_args.command_line, "'my impl' --flag", "'my impl' --flag"),
         (cli_args.input_file, "-", "-"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import distributed  # the cluster extra, in the test extra: CI runs these tests
@@ -16,13 +17,14 @@ import pytest
 from statemeta.cli import main
 from statemeta.errors import ClusterError
 from statemeta.explore import cluster as cluster_module
-from statemeta.explore import search
+from statemeta.explore import search, shipped
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.cluster import DaskCluster, connect
 from statemeta.explore.coverage import report
 from statemeta.explore.search import Exploration, ForkableReference, explore
 from statemeta.explore.state import StateAbstraction
 from statemeta.harness.operations import TASK_POOL, Op
+from statemeta.tables import TaskStatus
 
 SMALL = Bounds(stream_tasks=2, fill_history=False, role_changes=1, start_rounds=1, reopens=1,
                faults=0, clock_advances=0, max_depth=3)
@@ -34,7 +36,8 @@ SAME = ("states", "transitions", "mirrored_transitions", "states_per_depth", "de
 @pytest.fixture(scope="module")
 def address() -> Iterator[str]:
     with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        host="127.0.0.1",  # loopback only: a test's cluster is no one else's
     ) as local:
         yield local.scheduler_address
 
@@ -171,3 +174,59 @@ def test_workers_without_this_statemeta_are_refused(
     monkeypatch.setattr(cluster_module, "version", lambda _name: "0.0.0-elsewhere")  # here only
     with pytest.raises(ClusterError, match="another statemeta"):
         connect(address)
+
+
+def test_the_tests_cluster_listens_on_loopback_only(address: str) -> None:
+    with distributed.Client(address, set_as_default=False) as client:
+        workers = list(client.scheduler_info()["workers"])
+    assert address.startswith("tcp://127.0.0.1:")
+    assert len(workers) == 2 and all(w.startswith("tcp://127.0.0.1:") for w in workers)
+
+
+def _marker_pickle(marker: Path) -> bytes:
+    """A pickle that, loaded, creates ``marker`` (``open(marker, "w")``): it would run code."""
+    return b"cbuiltins\nopen\n(V" + str(marker).encode() + b"\nVw\ntR."
+
+
+def test_a_worker_result_that_would_run_code_is_refused(
+    cluster: DaskCluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A worker sends a pickle where a result goes: a ClusterError, and nothing ran."""
+    marker = tmp_path / "ran"
+    blob = _marker_pickle(marker)
+    monkeypatch.setattr(cluster_module, "_call", lambda _shipped: blob)  # shipped by value
+    with pytest.raises(ClusterError, match="result 0 is not a result"):
+        cluster.map(len, [(1, 2)])
+    assert not marker.exists()
+
+
+def test_a_worker_result_dask_would_unpickle_is_refused(
+    cluster: DaskCluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A worker sends an object Dask pickles: the client does not unpickle it, and nothing ran."""
+    marker = tmp_path / "ran"
+
+    class Hostile:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (open, (str(marker), "w"))
+
+    monkeypatch.setattr(cluster_module, "_call", lambda _shipped: Hostile())
+    with pytest.raises(ClusterError, match="a worker's task failed"):
+        cluster.map(len, [(1, 2)])
+    assert not marker.exists()
+
+
+def test_a_result_is_only_the_records_of_the_table() -> None:
+    table = shipped.kinds(search.CLUSTER_RESULTS)
+    op = Op.of("register", task="s1")
+    value = (op, [frozenset({1}), {"a": None}], TaskStatus.READY)
+    assert shipped.decode(shipped.encode(value), table) == value
+    for hostile, why in (
+        (b'{"r":["Popen",{"args":"id"}]}', "not a class a result may hold"),
+        (b'{"x":[]}', "unknown tag"),
+        (b'[NaN]', "NaN is not JSON"),
+        (b'{"t":[1]', "not JSON"),
+        (b"\x80\x04K\x01.", "not JSON"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            shipped.decode(hostile, table)

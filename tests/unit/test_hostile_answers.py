@@ -1,0 +1,108 @@
+"""An implementation's answer never raises in the harness: a view that is not a view of its
+level, a lone surrogate, NaN or Infinity are protocol failures reported like a divergence
+(exit 1, a verdict, a trace written in strict RFC 8259 JSON that replay reads back), or, in the
+handshake, the one line of a run that could not start (exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_cli_check import _broken
+
+from statemeta.cli import main
+from statemeta.harness.trace import read_trace
+from statemeta.harness.wire import MAX_JSON_DEPTH, loads_bounded
+
+
+def _answer(op: str, result: str) -> str:
+    """The misbehaviour: ``op`` answered with the raw JSON text ``result``."""
+    return (
+        f'if request["op"] == "{op}": '
+        f"print('{{\"id\": %d, \"result\": {result}}}' % request['id'], flush=True); continue"
+    )
+
+
+HOSTILE = {
+    "view {}": (_answer("view", "{}"), "view", "malformed view"),
+    "view level 2 only": (_answer("view", '{"level": 2}'), "view", "malformed view"),
+    "view an op result": (_answer("view", '{"ok": 1}'), "view", "malformed view"),
+    "error name a lone surrogate": (
+        _answer("register", r'{"error": "\\ud800"}'), "sut", "lone surrogate"
+    ),
+    "ok NaN": (_answer("register", '{"ok": NaN}'), "sut", "NaN is not JSON"),
+    "view Infinity": (_answer("view", '{"level": Infinity}'), "sut", "Infinity is not JSON"),
+    "view 1e999": (_answer("view", '{"level": 1e999}'), "sut", "beyond a finite number"),
+}
+
+
+def _strict(text: str) -> Any:
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} in the trace")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_a_hostile_answer_is_a_verdict_with_a_strict_trace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str
+) -> None:
+    misbehaviour, kind, said = HOSTILE[name]
+    command = _broken(tmp_path, misbehaviour)
+    out = tmp_path / "trace.json"
+    run = ["check", "--sut", command, "--level", "2", "--examples", "3", "--steps", "3"]
+    code = main([*run, "--seed", "0", "--timeout", "30", "--trace-out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 1, text
+    assert f"trace written to {out}" in text
+    written = out.read_text(encoding="utf-8")
+    assert written.isascii()
+    _strict(written)
+    trace = read_trace(out)
+    assert trace.failure.kind == kind
+    assert said in trace.failure.detail
+    assert main(["replay", str(out), "--sut", command, "--timeout", "30"]) == 1
+    assert "still fails" in capsys.readouterr().out
+
+
+def test_a_lone_surrogate_in_the_handshake_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    misbehaviour = (
+        'if request["op"] == "hello": r = server.respond(line); r["result"]["name"] = "\\ud800";'
+        " print(json.dumps(r), flush=True); continue"
+    )
+    command = _broken(tmp_path, misbehaviour)
+    code = main(["check", "--sut", command, "--level", "2", "--examples", "1", "--timeout", "30"])
+    captured = capsys.readouterr()
+    assert code == 2
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("could not run: "), captured.err
+    assert "lone surrogate" in lines[0]
+    lines[0].encode("utf-8")  # printable: the surrogate is shown escaped
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (b"[NaN]", "NaN is not JSON"),
+        (b'{"a": -Infinity}', "-Infinity is not JSON"),
+        (b"[1e400]", "beyond a finite number"),
+        (b'["\\ud800"]', "lone surrogate"),
+        (b'{"\\uDFFF": 1}', "lone surrogate"),
+        (b'["\\ud83d"]', "lone surrogate"),
+    ],
+)
+def test_the_wire_reads_strict_json_of_unicode_text_only(line: bytes, said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        loads_bounded(line, MAX_JSON_DEPTH)
+    with pytest.raises(ValueError, match=said):
+        loads_bounded(line.decode(), MAX_JSON_DEPTH)
+
+
+def test_the_wire_reads_a_surrogate_pair_and_finite_numbers() -> None:
+    assert loads_bounded(b'["\\ud83d\\ude00", 1.5e300, "\\\\ud800"]', MAX_JSON_DEPTH) == [
+        "\U0001f600", 1.5e300, "\\ud800"
+    ]
