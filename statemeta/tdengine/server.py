@@ -82,7 +82,7 @@ class TDengineServer:
             raise ProtocolError("bad_args", "start needs a pool (a list of slots)")
         self.stop()
         driver = self.driver = Driver(self.executable)
-        driver.ask(f"meta {driver.meta_dir}", "start")
+        driver.ask(f"meta 1 {driver.meta_dir}", "start")
         self.slots = []
         for index, slot in enumerate(pool):
             (sid, tid), (hsid, htid) = slot["id"], slot["h_task_id"]

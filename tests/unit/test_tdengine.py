@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from statemeta.cli import main
-from statemeta.errors import TDengineBuildError
+from statemeta.errors import CompiledCodeFault, TDengineBuildError
 from statemeta.tdengine.build import build, default_out
+from statemeta.tdengine.driver import Driver
 from statemeta.tdengine.server import TDengineServer
 from statemeta.tdengine.sources import COMPILED, SEED_BLOBS, blob_id, check_tree
 
@@ -147,3 +148,26 @@ def test_a_failed_assert_in_the_c_is_a_typed_answer_naming_it_and_the_call(drive
         assert after["error"]["code"] == "not_started"
     finally:
         server.stop()
+
+
+def test_a_use_after_free_in_the_c_is_a_fault_naming_the_finding_and_the_call(
+    driver: Path,
+) -> None:
+    """Acquired once and released twice, a registered task is freed while still mapped (the
+    seed's refcount has no guard); unregister then reads it: AddressSanitizer's
+    heap-use-after-free, raised as a CompiledCodeFault naming where and in which call."""
+    run = Driver(driver)
+    try:
+        run.ask(f"meta 2 {run.meta_dir}", "start")
+        run.ask("task 0 16 1 0 0 0 0 0 1 0", "start")
+        assert run.ask("mo 0 register", "register(task=s1)") == "1"
+        assert run.ask("mo 0 acquire", "acquire(task=s1)") == "1"
+        for _ in range(2):  # the second gives the same handle back again
+            assert run.ask("mo 0 release", "release(task=s1)") == "0"
+        with pytest.raises(CompiledCodeFault) as fault:
+            run.ask("mo 0 unregister", "unregister(task=s1)")
+        assert fault.value.finding.startswith("AddressSanitizer: heap-use-after-free in ")
+        assert "streamTaskSm.c" in fault.value.finding
+        assert fault.value.operation == "unregister(task=s1)"
+    finally:
+        run.close()

@@ -141,6 +141,14 @@ int32_t shimAdvanceClock(int64_t ms) {
   }
 }
 
+bool shimTimerArmed(tmr_h id) {
+  if (id == NULL) return false;
+  pthread_mutex_lock(&clockLock);
+  bool armed = ((SShimTimer*)id)->armed;
+  pthread_mutex_unlock(&clockLock);
+  return armed;
+}
+
 int32_t shimArmedTimers(void) {
   int32_t n = 0;
   pthread_mutex_lock(&clockLock);

@@ -297,6 +297,7 @@ SArray* shimTakeSent(void);
 int32_t shimRunJobs(void);
 int32_t shimAdvanceClock(int64_t ms);
 int32_t shimArmedTimers(void);
+bool shimTimerArmed(tmr_h id);
 
 /* -- what the task record names but the meta never uses ---------------------------------- */
 typedef struct SPackedData {
