@@ -69,8 +69,8 @@ class Driver:
             answer = self._process.stdout.readline()
         except (BrokenPipeError, OSError):
             answer = ""
-        if answer.startswith("= "):
-            return answer[2:].rstrip("\n")
+        if answer.startswith("="):  # "= VALUE", or "=" for an empty answer
+            return answer[1:].strip()
         if answer.startswith("! "):
             raise ValueError(f"the driver refused {line!r}: {answer[2:].strip()}")
         returncode = self._process.wait(timeout=10)
