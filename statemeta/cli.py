@@ -38,6 +38,7 @@ from statemeta.lifecycle import (
     TaskStatus,
 )
 from statemeta.roles import ROLE_ROWS, Role, RoleEvent
+from statemeta.tdengine.cli_tdengine import COMMANDS as TDENGINE_COMMANDS
 from statemeta.tools import COMMANDS as TOOL_COMMANDS
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "hypothesis_cache", "main", "spec_document"]
@@ -208,6 +209,7 @@ SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in CHECK_COMMANDS.i
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in CAMPAIGN_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in TOOL_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in BENCH_COMMANDS.items()})
+SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in TDENGINE_COMMANDS.items()})
 
 EXIT_BROKEN_PIPE = 141
 """The exit code when the reader of stdout went away (``statemeta inspect --json | head -1``):

@@ -212,3 +212,26 @@ class SutAborted(BaseException):
     def __init__(self, error: SutError) -> None:
         self.error = error
         super().__init__(str(error))
+
+
+class TDengineBuildError(StatemetaError):
+    """TDengine's code cannot be built as statemeta checks it: the tree, one of its files or
+    the compiler is missing, a file differs from the seed commit's, or gcc refused.
+
+    ``where`` names the tree, the file or the program; the message says what is wrong."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}")
+
+
+class CompiledCodeFault(StatemetaError):
+    """TDengine's compiled code stopped during a call: a sanitizer's report (use after free,
+    over-read, undefined behaviour) or a failed ASSERT. ``finding`` is the report's first line,
+    ``operation`` the call it happened in."""
+
+    def __init__(self, finding: str, operation: str) -> None:
+        self.finding = finding
+        self.operation = operation
+        super().__init__(f"{finding} (during {operation})")

@@ -1,0 +1,2 @@
+/* statemeta stub header: everything lives in shim.h. */
+#include "shim.h"
