@@ -132,13 +132,16 @@ def could_not_run(args: argparse.Namespace, error: ClusterError) -> int:
 
 
 def _progress(stats: Stats) -> None:
-    print(
-        f"\rdepth {stats.depth + 1}: {stats.states} states, {stats.transitions} transitions, "
-        f"{stats.states_per_second:.0f} states/s",
-        end="",
-        file=sys.stderr,
-        flush=True,
+    """The depth done so far (the summary's depth at the end): one line redrawn with ``\r`` on
+    a terminal, a plain line each in a log, where a ``\r`` reads as garbage."""
+    line = (
+        f"depth {stats.depth}: {stats.states} states, {stats.transitions} transitions, "
+        f"{stats.states_per_second:.0f} states/s"
     )
+    if sys.stderr.isatty():
+        print(f"\r{line}", end="", file=sys.stderr, flush=True)
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 def configure_explore(parser: argparse.ArgumentParser) -> None:
@@ -181,8 +184,8 @@ def _search(
             )
     except ClusterError as error:
         return could_not_run(args, error)
-    if progress is not None:
-        print(file=sys.stderr)
+    if progress is not None and sys.stderr.isatty():
+        print(file=sys.stderr)  # ends the redrawn line
     return result
 
 

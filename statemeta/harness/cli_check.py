@@ -172,6 +172,11 @@ def configure_replay(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _refuse(args: argparse.Namespace, problem: str) -> None:
+    """A run that could not start: one line on stderr with the command's prefix (docs/cli.md)."""
+    print(f"statemeta {args.command}: {problem}", file=sys.stderr)
+
+
 def _handshake(sut: SubprocessAdapter, level: int) -> str | None:
     """Why the implementation cannot be checked at ``level`` (None: it can)."""
     try:
@@ -242,7 +247,7 @@ def run_check_command(args: argparse.Namespace) -> int:
     with _interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
         problem = _handshake(sut, args.level)
         if problem:
-            print(problem, file=sys.stderr)
+            _refuse(args, problem)
             return EXIT_COULD_NOT_RUN
         hello = sut.hello()
         declared = hello.get("semantics", Semantics.INTENDED.value)
@@ -364,7 +369,7 @@ def _check_concurrent(args: argparse.Namespace, seed_value: int) -> int:
         if problem is None and not sut.concurrent:
             problem = f"could not run: {sut.hello()['name']} does not declare concurrent in hello"
         if problem:
-            print(problem, file=sys.stderr)
+            _refuse(args, problem)
             return EXIT_COULD_NOT_RUN
         print(
             f"checking {sut.hello()['name']} ({args.sut}) at level {args.level} for "
@@ -417,7 +422,7 @@ def run_replay_command(args: argparse.Namespace) -> int:
     try:
         recorded = read_trace(args.trace)
     except MisuseError as error:
-        print(f"could not run: {error}", file=sys.stderr)
+        _refuse(args, f"could not run: {error}")
         return EXIT_COULD_NOT_RUN
     if args.concurrent:
         return _recheck(recorded, args)
@@ -428,7 +433,7 @@ def run_replay_command(args: argparse.Namespace) -> int:
     with _interruptible() as received, SubprocessAdapter(command, timeout=args.timeout) as sut:
         problem = _handshake(sut, recorded.level)
         if problem:
-            print(problem, file=sys.stderr)
+            _refuse(args, problem)
             return EXIT_COULD_NOT_RUN
         semantics = Semantics.of(args.semantics or recorded.semantics)
         observation = Observation.of_hello(sut.hello(), recorded.level)
@@ -487,7 +492,7 @@ def _recheck(recorded: Trace, args: argparse.Namespace) -> int:
     try:
         verdict = recheck(recorded, semantics=args.semantics)
     except MisuseError as error:
-        print(f"could not run: {error}", file=sys.stderr)
+        _refuse(args, f"could not run: {error}")
         return EXIT_COULD_NOT_RUN
     assert recorded.history is not None
     semantics = Semantics.of(args.semantics or recorded.semantics)

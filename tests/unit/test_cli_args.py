@@ -29,7 +29,7 @@ MAINS: dict[str, Callable[[list[str]], int]] = {
 
 CASES: list[tuple[str, str, str]] = [
     # (program and arguments, "{tmp}" standing for an empty directory; the subcommand that
-    # refuses, "" for the program itself or a refusal of the command's own ("could not run");
+    # refuses, "" for the program itself;
     # what the line names). Each would run small if it were not refused (a regression must
     # fail the test, not fork a million workers or run every benchmark).
     ("statemeta check --sut ''", "check", "argument --sut"),
@@ -85,7 +85,7 @@ CASES: list[tuple[str, str, str]] = [
      "argument --trace-out"),
     ("statemeta replay {tmp}/t.json --timeout nan", "replay", "argument --timeout"),
     ("statemeta replay {tmp}/t.json --sut ''", "replay", "argument --sut"),
-    ("statemeta replay {tmp}/missing.json --sut SERVE", "", "could not run: trace"),
+    ("statemeta replay {tmp}/missing.json --sut SERVE", "replay", "could not run: trace"),
     *[
         (f"statemeta explore --quiet --max-depth 1 --{flag} -1", "explore", f"argument --{flag}")
         for flag in (
@@ -165,9 +165,9 @@ def test_a_meaningless_value_exits_2_with_one_line(
     assert err.endswith("\n") and err.count("\n") == 1, err
     assert "Traceback" not in err
     assert names in err, err
-    if not names.startswith("could not run"):
-        prefix = f"{program} {command}" if command else program
-        assert err.startswith(prefix + ": error: "), err
+    prefix = f"{program} {command}" if command else program
+    kind = "could not run: " if names.startswith("could not run") else "error: "
+    assert err.startswith(f"{prefix}: {kind}"), err
 
 
 def test_a_refusal_from_the_installed_command_is_one_line_and_nothing_runs(

@@ -53,7 +53,9 @@ def test_replay_of_a_trace_with_a_bad_field_exits_2_with_one_line(
     assert captured.out == ""
     lines = captured.err.splitlines()
     assert len(lines) == 1, captured.err
-    assert lines[0].startswith(f"could not run: trace {path}, field {field!r}: expected ")
+    assert lines[0].startswith(
+        f"statemeta replay: could not run: trace {path}, field {field!r}: expected "
+    )
 
 
 def test_replay_without_sut_runs_nothing_the_trace_names(
@@ -89,7 +91,9 @@ def test_replay_of_a_deeply_nested_trace_exits_2_with_one_line(
     assert main(["replay", str(path)]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith(f"could not run: trace {path}: is not JSON within bounds")
+    assert lines[0].startswith(
+        f"statemeta replay: could not run: trace {path}: is not JSON within bounds"
+    )
 
 
 def _check_fails(capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> Trace:

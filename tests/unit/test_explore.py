@@ -378,3 +378,19 @@ def test_the_nodes_kept_at_depth_one_are_the_maximal_ones_of_each_state() -> Non
     reduced = explore(bounds)
     assert kept < plain == explore(bounds, subsume=False).stats.per_depth[1]
     assert reduced.stats.per_depth == [1, kept]
+
+
+def test_progress_in_a_log_is_plain_lines_ending_at_the_summary_depth(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """stderr is not a terminal here (captured): no ``\\r``; the last line's depth is the
+    depth the summary reports."""
+    small = ["--stream-tasks", "1", "--no-fill-history", "--max-depth", "2", "--reopens", "0",
+             "--faults", "0", "--workers", "1"]
+    assert main(["explore", *small]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    assert main(["explore", *small, "--json"]) == 0
+    depth = json.loads(capsys.readouterr().out)["depth"]
+    lines = [line for line in err.splitlines() if line.startswith("depth ")]
+    assert lines and lines[-1].startswith(f"depth {depth}: ")
