@@ -46,7 +46,14 @@ from statemeta.harness.check import (
     run_check,
     unchecked_reference,
 )
-from statemeta.harness.concurrent_run import Hunt, OverProtocol, failure_trace, hunt, recheck
+from statemeta.harness.concurrent_run import (
+    MAX_CLIENTS,
+    Hunt,
+    OverProtocol,
+    failure_trace,
+    hunt,
+    recheck,
+)
 from statemeta.harness.linearizability import Outcome as LinOutcome
 from statemeta.harness.linearizability import format_verdict
 from statemeta.harness.observation import Observation
@@ -132,9 +139,10 @@ def configure_check(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--concurrent",
-        type=positive_int,
+        type=int_in(1, MAX_CLIENTS),
         metavar="K",
-        help="K clients at once (the implementation must declare concurrent): --examples "
+        help=f"K clients at once, at most {MAX_CLIENTS} (the implementation must declare "
+        "concurrent): --examples "
         "histories of 2 rounds of --steps calls per client, each checked for linearizability",
     )
     parser.add_argument(

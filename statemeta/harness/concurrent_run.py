@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_OPS",
     "DEFAULT_ROUNDS",
     "DEFAULT_TASKS",
+    "MAX_CLIENTS",
     "NOT_CONCURRENT",
     "ConcurrentTarget",
     "Hunt",
@@ -58,6 +59,9 @@ NOT_CONCURRENT = REOPENS
 """Operations a concurrent run never calls (they replace the meta)."""
 
 DEFAULT_CLIENTS = 3
+MAX_CLIENTS = 256
+"""The most clients a run has: past a few hundred, one history's linearizability check (a
+state per client's call) takes minutes, and the requests in flight at once are K."""
 DEFAULT_OPS = 20
 """Calls per client per round."""
 DEFAULT_ROUNDS = 2
@@ -257,10 +261,10 @@ def run_concurrent(
     tasks: Sequence[str] = DEFAULT_TASKS,
 ) -> Run:
     """Start ``target`` at ``level`` and record ``rounds`` rounds of ``clients`` x ``ops`` calls."""
-    if clients < 1 or ops < 0 or rounds < 1:
+    if not 1 <= clients <= MAX_CLIENTS or ops < 0 or rounds < 1:
         raise MisuseError(
-            f"a concurrent run needs clients >= 1, ops >= 0, rounds >= 1; got {clients}, "
-            f"{ops}, {rounds}"
+            f"a concurrent run needs 1 <= clients <= {MAX_CLIENTS}, ops >= 0, rounds >= 1; "
+            f"got {clients}, {ops}, {rounds}"
         )
     specs = concurrent_ops(level)
     rngs = [random.Random(f"{seed}/{client}") for client in range(clients)]

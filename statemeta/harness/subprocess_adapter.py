@@ -28,6 +28,7 @@ half-way (a signal's exception): the child's next line could not be trusted.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import select
@@ -64,6 +65,8 @@ STDERR_TAIL_LINES = 20
 _REFUSED = object()
 """What ``_request`` returns for a request refused with the code it was told to expect."""
 _CHUNK = 64 * 1024
+_LABELS_SHOWN = 3
+"""Requests waiting that a failure of ``receive`` names (K may wait: naming all costs K)."""
 _CLOSE_GRACE_S = 1.0
 """How long ``close()`` lets the child exit on its own after its stdin is closed."""
 _EXIT_GRACE_S = 0.5
@@ -173,7 +176,9 @@ class SubprocessAdapter:
         """The next response to a request ``send`` sent: its id and its operation result."""
         if not self._pending:
             raise SutError(self.command, "receive", "no request is waiting for a response")
-        labels = " / ".join(self._pending.values())
+        labels = " / ".join(itertools.islice(self._pending.values(), _LABELS_SHOWN))
+        if len(self._pending) > _LABELS_SHOWN:
+            labels += f" (and {len(self._pending) - _LABELS_SHOWN} more waiting)"
         response = self._guarded(lambda: self._read_response(labels))
         request_id = response.get("id")
         label = self._pending.pop(request_id, None) if is_int(request_id) else None
@@ -254,6 +259,8 @@ class SubprocessAdapter:
         finally:
             keeper_end.close()
         assert self._process.stdout is not None and self._process.stderr is not None
+        assert self._process.stdin is not None
+        os.set_blocking(self._process.stdin.fileno(), False)  # _write_line reads while it waits
         os.set_blocking(self._process.stdout.fileno(), False)
         os.set_blocking(self._process.stderr.fileno(), False)
         self._selector = selectors.DefaultSelector()
@@ -392,14 +399,34 @@ class SubprocessAdapter:
         return response["result"]
 
     def _write_line(self, request: dict[str, Any], label: str) -> None:
+        """Writes the request line, within the timeout; while the child's stdin is full, reads
+        what it says meanwhile (responses into the buffer ``_read_line`` takes lines from), so
+        a child blocked writing responses never blocks the harness writing requests."""
         process = self._process
         assert process is not None and process.stdin is not None
-        line = json.dumps(request, separators=(",", ":"))
-        try:
-            process.stdin.write(line.encode() + b"\n")
-            process.stdin.flush()
-        except OSError as error:
-            self._fail(label, f"cannot write the request ({error})")
+        assert process.stdout is not None and process.stderr is not None
+        data = memoryview(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+        stdin, stdout, stderr = (p.fileno() for p in (process.stdin, process.stdout,
+                                                      process.stderr))
+        wait = self.timeout if self._answered else max(self.timeout, STARTUP_S)
+        deadline = time.monotonic() + wait
+        while data:
+            try:
+                data = data[os.write(stdin, data):]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError as error:
+                self._fail(label, f"cannot write the request ({error})")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._fail(label, f"did not read the request within {wait:g} s")
+            watched = [stdout, stderr] if self._stderr_open else [stdout]
+            for fd in select.select(watched, [stdin], [], remaining)[0]:
+                if fd == stdout:
+                    self._read_stdout(label)
+                else:
+                    self._read_stderr()
 
     def _read_response(self, label: str) -> Any:
         reply = self._read_line(label)
@@ -432,17 +459,22 @@ class SubprocessAdapter:
             if remaining <= 0:
                 self._fail(label, f"no response within {wait:g} s")
             for key, _ in self._selector.select(remaining):
-                if key.fileobj is not stdout:
+                if key.fileobj is stdout:
+                    self._read_stdout(label)
+                else:
                     self._read_stderr()
-                    continue
-                try:
-                    chunk = os.read(stdout.fileno(), _CHUNK)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    self._await_exit(_EXIT_GRACE_S)  # for the exit status, if it is exiting
-                    self._fail(label, "it closed its stdout before answering")
-                self._buffer += chunk
+
+    def _read_stdout(self, label: str) -> None:
+        """Whatever the child's stdout holds now, into the buffer (end-of-file: it failed)."""
+        assert self._process is not None and self._process.stdout is not None
+        try:
+            chunk = os.read(self._process.stdout.fileno(), _CHUNK)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self._await_exit(_EXIT_GRACE_S)  # for the exit status, if it is exiting
+            self._fail(label, "it closed its stdout before answering")
+        self._buffer += chunk
 
 
 def _slot_json(slot: TaskSlot) -> dict[str, Any]:
