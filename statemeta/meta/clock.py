@@ -21,6 +21,8 @@ from typing import Protocol
 
 import attrs
 
+from statemeta.arguments import checked_api, validator
+
 TimerCallback = Callable[[], None]
 
 
@@ -58,11 +60,12 @@ class VirtualTimer:
         return (self.due, self.seq) < (other.due, other.seq)
 
 
+@checked_api
 @attrs.define(slots=True)
 class VirtualClock:
     """A deterministic clock: time moves only when the owner calls ``advance`` or ``run_next``."""
 
-    now: int = 0
+    now: int = attrs.field(default=0, validator=validator("now"))
     _heap: list[VirtualTimer] = attrs.field(factory=list, init=False)
     _seq: itertools.count[int] = attrs.field(factory=itertools.count, init=False)
 
@@ -131,6 +134,7 @@ class RealTimer:
         self._thread.cancel()
 
 
+@checked_api
 class RealClock:
     """Monotonic milliseconds and thread timers, for live use behind the facade."""
 

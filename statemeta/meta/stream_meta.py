@@ -27,6 +27,7 @@ import os
 from collections.abc import Callable
 from typing import ParamSpec, Self, TypeVar
 
+from statemeta.arguments import checked_api
 from statemeta.codec import STREAM_TASK_KEY_LEN, StreamTask, TaskId
 from statemeta.errors import MetaClosedError
 from statemeta.invariants import check_invariants, check_trace
@@ -64,6 +65,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+@checked_api
 class StreamMeta:
     """One vnode's or snode's stream-task meta (SStreamMeta). Not thread-safe: see facade.py."""
 
