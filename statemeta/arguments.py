@@ -17,7 +17,8 @@ The checks, from the annotation:
   API takes the enum, so a typo is an error, never a REJECTED outcome;
 - a class (a record, ``TaskHandle``): an instance; ``os.PathLike``: a str or a path;
   a ``Callable``: something callable; ``X | None``: None or an X;
-- anything else (a Protocol such as ``Store`` or ``Clock``, ``Any``): not checked.
+- a Protocol (``Store``, ``Clock``): a value with each of its public members;
+- anything else (``Any``, a type variable): not checked.
 
 The core (statemeta.meta.core), which the explorer and the harness drive through the edge, is
 not wrapped: the edge checks once and the core trusts it.
@@ -173,10 +174,27 @@ def check_for(name: str, annotation: object) -> Check:
         return _union_check(typing.get_args(annotation))
     if origin is typing.get_origin(Callable[[], None]):
         return _callable_check
+    if getattr(annotation, "_is_protocol", False):
+        return _protocol_check(typing.cast(type, annotation))
     kind = _checkable_class(annotation)
     if kind is None or kind is type:
         return _no_check
     return _instance_check((kind,), f"a {kind.__name__}")
+
+
+def _protocol_check(protocol: type) -> Check:
+    """A Protocol (``Store``, ``Clock``): the value has each of its public members."""
+    members = sorted(
+        {n for k in protocol.__mro__[:-1] if k is not typing.Protocol
+         and k is not typing.Generic for n in vars(k) if not n.startswith("_")}
+    )
+    expected = f"a {protocol.__name__} (with {', '.join(members)})"
+
+    def check(function: str, name: str, value: object) -> None:
+        if not all(hasattr(value, m) for m in members):
+            raise ArgumentTypeError(function, name, value, expected)
+
+    return check
 
 
 @attrs.frozen

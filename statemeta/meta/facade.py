@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+from statemeta.arguments import checked_api
 from statemeta.codec import StreamTask, TaskId
 from statemeta.lifecycle import Outcome, TaskEvent, TaskStatus
 from statemeta.meta.clock import Clock, RealClock, TimerCallback, WrappedClock
@@ -30,6 +31,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+@checked_api
 class ThreadSafeStreamMeta:
     """A StreamMeta any number of threads may share."""
 
