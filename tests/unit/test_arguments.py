@@ -148,3 +148,17 @@ def test_every_limit_admits_its_ends_only() -> None:
         for outside in (limit.low - 1, limit.high + 1):
             with pytest.raises(ArgumentValueError, match=f"{name} = {outside}"):
                 check("f", name, outside)
+
+
+def test_a_task_prints_in_a_few_hundred_characters_with_its_reserve_summarised() -> None:
+    task = StreamTask(stream_id=1, task_id=1)
+    assert "reserve=<256 bytes, all zero>" in repr(task)
+    assert len(repr(task)) < 700  # 1,592 with the reserve as escapes
+    marked = StreamTask(stream_id=1, task_id=1, reserve=b"\x01" * 3 + bytes(253))
+    assert "reserve=<256 bytes, 3 non-zero>" in repr(marked)
+
+
+def test_the_enums_print_by_name(meta: StreamMeta) -> None:
+    assert str(meta.status(1, 1)) == "UNINIT"
+    assert f"{meta.role}" == "LEADER"
+    assert f"{meta.role:d}" == "2"  # the value is still there for formats that ask for it
