@@ -12,6 +12,7 @@ import pytest
 
 from statemeta import (
     RealClock,
+    Role,
     RoleMachine,
     StreamMeta,
     StreamTask,
@@ -160,5 +161,6 @@ def test_a_task_prints_in_a_few_hundred_characters_with_its_reserve_summarised()
 
 def test_the_enums_print_by_name(meta: StreamMeta) -> None:
     assert str(meta.status(1, 1)) == "UNINIT"
+    assert meta.update_stage_role(1, True) is Role.LEADER
     assert f"{meta.role}" == "LEADER"
     assert f"{meta.role:d}" == "2"  # the value is still there for formats that ask for it
