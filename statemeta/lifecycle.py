@@ -131,7 +131,7 @@ def transition_row(status: TaskStatus, event: TaskEvent) -> TransitionRow | None
 
 @checked
 def should_stop(status: TaskStatus) -> bool:
-    """streamTaskShouldStop."""
+    """streamTaskShouldStop: the task is stopped or being dropped (acquire refuses it)."""
     return status in LIFECYCLE.should_stop
 
 

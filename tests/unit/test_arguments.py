@@ -164,3 +164,34 @@ def test_the_enums_print_by_name(meta: StreamMeta) -> None:
     assert meta.update_stage_role(1, True) is Role.LEADER
     assert f"{meta.role}" == "LEADER"
     assert f"{meta.role:d}" == "2"  # the value is still there for formats that ask for it
+
+
+def _public_members() -> Iterator[tuple[str, object]]:
+    """Every public name of statemeta and every public method or property of its classes."""
+    import enum
+    import inspect
+
+    import statemeta
+
+    for name in statemeta.__all__:
+        if name.startswith("__"):
+            continue
+        thing = getattr(statemeta, name)
+        yield name, thing
+        if inspect.isclass(thing) and not issubclass(thing, enum.Enum):
+            for member, value in vars(thing).items():
+                if not member.startswith("_") and (
+                    isinstance(value, property) or callable(getattr(value, "__func__", value))
+                ):
+                    yield f"{name}.{member}", value
+
+
+def test_every_public_name_says_what_it_means() -> None:
+    undocumented = [name for name, thing in _public_members() if not (thing.__doc__ or "").strip()]
+    assert undocumented == []
+    # more than the C function's name: a docstring that is only "streamMetaX (MetaCore.x)."
+    bare = [
+        name for name, thing in _public_members()
+        if len((thing.__doc__ or "").split()) < 4
+    ]
+    assert bare == []
