@@ -53,6 +53,7 @@ from typing import Literal, Self
 import attrs
 from transitions import Event, EventData, Machine, State, Transition
 
+from statemeta.arguments import checked, checked_api
 from statemeta.errors import PreconditionError
 from statemeta.semantics import Profile, Semantics, as_profile
 from statemeta.tables import LIFECYCLE, Switch, TaskEvent, TaskStatus, TransitionRow
@@ -122,21 +123,25 @@ _RESUMABLE = LIFECYCLE.resumable
 _COMPLETE_NEEDS_ACTIVE = LIFECYCLE.complete_needs_active
 
 
+@checked
 def transition_row(status: TaskStatus, event: TaskEvent) -> TransitionRow | None:
     """The row for (status, event), or None when the table rejects the pair."""
     return _ROWS.get((status, event))
 
 
+@checked
 def should_stop(status: TaskStatus) -> bool:
-    """streamTaskShouldStop."""
+    """streamTaskShouldStop: the task is stopped or being dropped (acquire refuses it)."""
     return status in LIFECYCLE.should_stop
 
 
+@checked
 def should_pause(status: TaskStatus) -> bool:
     """streamTaskShouldPause (HALT does not count)."""
     return status in LIFECYCLE.should_pause
 
 
+@checked
 def ready_to_run(status: TaskStatus, task_level: int) -> bool:
     """streamTaskReadyToRun: a sink-level task also runs while paused or halted."""
     if task_level == LIFECYCLE.sink_level:
@@ -182,6 +187,7 @@ def _build_machine() -> tuple[Machine, dict[tuple[TaskStatus, TaskEvent], _Step]
 LIFECYCLE_MACHINE, _STEPS = _build_machine()
 
 
+@checked_api
 @attrs.define(eq=False)
 class TaskLifecycle:
     """One task's lifecycle (TDengine's SStreamTaskSM); new ones start in UNINIT.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import attrs
 from transitions import Machine
 
+from statemeta.arguments import checked, checked_api
 from statemeta.tables import ROLES, Role, RoleEvent, RoleRow
 
 __all__ = ["ROLE_MACHINE", "ROLE_ROWS", "Role", "RoleEvent", "RoleMachine", "RoleRow", "role_row"]
@@ -19,6 +20,7 @@ ROLE_ROWS: tuple[RoleRow, ...] = ROLES.rows
 _ROWS: dict[tuple[Role, RoleEvent], RoleRow] = {(r.from_role, r.event): r for r in ROLE_ROWS}
 
 
+@checked
 def role_row(role: Role, event: RoleEvent) -> RoleRow:
     """The row for (role, event); the table has one for every pair."""
     return _ROWS[role, event]
@@ -37,6 +39,7 @@ for _row in ROLE_ROWS:
     ROLE_MACHINE.add_transition(_row.event.name.lower(), _row.from_role, _row.to_role)
 
 
+@checked_api
 @attrs.define(eq=False)
 class RoleMachine:
     """A meta's role, moved by the shared role machine."""

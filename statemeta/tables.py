@@ -40,7 +40,15 @@ __all__ = [
 ]
 
 
-class TaskStatus(IntEnum):
+class NamedIntEnum(IntEnum):
+    """An IntEnum with TDengine's values that prints by name: ``print(status)`` shows PAUSE,
+    not 6 (formatting, ``f"{status:d}"`` and JSON still see the int)."""
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TaskStatus(NamedIntEnum):
     """ETaskStatus: a stream task's lifecycle status, with TDengine's values."""
 
     READY = 0
@@ -58,7 +66,7 @@ class TaskStatus(IntEnum):
         return LIFECYCLE.status_display[self]
 
 
-class TaskEvent(IntEnum):
+class TaskEvent(NamedIntEnum):
     """EStreamTaskEvent: what a task's lifecycle is asked to do, with TDengine's values."""
 
     INIT = 1
@@ -78,7 +86,7 @@ class TaskEvent(IntEnum):
         return LIFECYCLE.event_display[self]
 
 
-class Role(IntEnum):
+class Role(NamedIntEnum):
     """The meta's node role (NODE_ROLE_*), with TDengine's values."""
 
     UNINIT = 1
@@ -86,7 +94,7 @@ class Role(IntEnum):
     FOLLOWER = 3
 
 
-class RoleEvent(IntEnum):
+class RoleEvent(NamedIntEnum):
     """The calls that change a meta's role (no TDengine enum; values only order them)."""
 
     BECOME_LEADER = 1

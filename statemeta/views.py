@@ -105,9 +105,11 @@ class MetaView:
 
     @property
     def num_tasks(self) -> int:
+        """Tasks in the task list (fill-history tasks included)."""
         return len(self.ids)
 
     def task(self, task_id: TaskId) -> TaskView | None:
+        """The view of the mapped task ``task_id``, or None if it is not mapped."""
         for t in self.tasks:
             if t.id == task_id:
                 return t

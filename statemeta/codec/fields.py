@@ -11,16 +11,24 @@ from typing import Any, NoReturn, cast
 
 import attrs
 
-from statemeta.errors import InvalidRecordError
+from statemeta.errors import InvalidRecordError, RecordTypeError
 
 
-def _reject(inst: object, attribute: attrs.Attribute[Any], value: object, rule: str) -> NoReturn:
-    raise InvalidRecordError(f"{type(inst).__name__}.{attribute.name} = {value!r}: {rule}")
+def _reject(
+    inst: object,
+    attribute: attrs.Attribute[Any],
+    value: object,
+    rule: str,
+    error: type[InvalidRecordError] = RecordTypeError,
+) -> NoReturn:
+    """Refuse ``value``: a RecordTypeError (a TypeError) for a wrong type, or ``error``."""
+    raise error(f"{type(inst).__name__}.{attribute.name} = {value!r}: {rule}")
 
 
 @attrs.frozen
 class IntRange:
-    """Validator: an int (or bool) that fits a C integer of ``bits`` bits."""
+    """Validator: an int (an IntEnum member counts, a bool does not) that fits a C integer of
+    ``bits`` bits."""
 
     bits: int
     signed: bool = True
@@ -28,24 +36,29 @@ class IntRange:
     def __call__(self, inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
         low = -(1 << (self.bits - 1)) if self.signed else 0
         high = (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
-        if not isinstance(value, int) or not low <= value <= high:
-            kind = "int" if self.signed else "uint"
-            _reject(inst, attribute, value, f"expected {kind}{self.bits} in [{low}, {high}]")
+        kind = "int" if self.signed else "uint"
+        rule = f"expected {kind}{self.bits} in [{low}, {high}]"
+        if not isinstance(value, int) or isinstance(value, bool):
+            _reject(inst, attribute, value, rule)
+        if not low <= value <= high:
+            _reject(inst, attribute, value, rule, InvalidRecordError)
 
 
 def c_double(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """Validator: an IEEE-754 double (an int is accepted as the float it equals)."""
-    if not isinstance(value, int | float):
+    if not isinstance(value, int | float) or isinstance(value, bool):
         _reject(inst, attribute, value, "expected a float")
 
 
 def c_string(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or "\0" in value:
+    if not isinstance(value, str):
         _reject(inst, attribute, value, "expected a str without NUL")
+    if "\0" in value:
+        _reject(inst, attribute, value, "expected a str without NUL", InvalidRecordError)
     try:
         value.encode()
     except UnicodeEncodeError:
-        _reject(inst, attribute, value, "not encodable as UTF-8")
+        _reject(inst, attribute, value, "not encodable as UTF-8", InvalidRecordError)
 
 
 def int_field(bits: int, *, signed: bool = True, default: int = 0) -> Any:
@@ -73,7 +86,7 @@ def one_of(values: tuple[int, ...]) -> Any:
 
     def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
         if value not in values:
-            _reject(inst, attribute, value, f"expected one of {list(values)}")
+            _reject(inst, attribute, value, f"expected one of {list(values)}", InvalidRecordError)
 
     return check
 
@@ -106,7 +119,7 @@ def tuple_of(kind: type, *, max_len: int | None = None) -> Any:
         if not isinstance(value, tuple) or not all(isinstance(v, kind) for v in value):
             _reject(inst, attribute, value, f"expected an iterable of {kind.__name__}")
         if max_len is not None and len(value) > max_len:
-            _reject(inst, attribute, value, f"at most {max_len} items")
+            _reject(inst, attribute, value, f"at most {max_len} items", InvalidRecordError)
 
     return check
 

@@ -78,6 +78,12 @@ def _qmsg(task: StreamTask, attribute: attrs.Attribute[Any], value: object) -> N
         raise InvalidRecordError(f"StreamTask.qmsg = {value!r}: a sink task has no exec message")
 
 
+def _reserve_repr(value: bytes) -> str:
+    """The 256 reserved bytes in a line: zero, or how many are set (not 1 KiB of escapes)."""
+    used = sum(1 for b in value if b)
+    return f"<{len(value)} bytes, {'all zero' if not used else f'{used} non-zero'}>"
+
+
 def _reserve(task: StreamTask, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, bytes) or len(value) != TASK_RESERVE_LEN:
         raise InvalidRecordError(f"StreamTask.reserve: expected {TASK_RESERVE_LEN} bytes")
@@ -114,7 +120,9 @@ class StreamTask:
     qmsg: str = attrs.field(default="", validator=_qmsg)
     output: Output = attrs.field(factory=FixedDispatch, validator=instance_of(OUTPUT_RECORDS))
     trigger_param: int = int_field(64)
-    reserve: bytes = attrs.field(default=bytes(TASK_RESERVE_LEN), validator=_reserve)
+    reserve: bytes = attrs.field(
+        default=bytes(TASK_RESERVE_LEN), validator=_reserve, repr=_reserve_repr
+    )
 
     @property
     def id(self) -> TaskId:

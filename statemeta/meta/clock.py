@@ -21,6 +21,8 @@ from typing import Protocol
 
 import attrs
 
+from statemeta.arguments import checked_api, validator
+
 TimerCallback = Callable[[], None]
 
 
@@ -58,18 +60,21 @@ class VirtualTimer:
         return (self.due, self.seq) < (other.due, other.seq)
 
 
+@checked_api
 @attrs.define(slots=True)
 class VirtualClock:
     """A deterministic clock: time moves only when the owner calls ``advance`` or ``run_next``."""
 
-    now: int = 0
+    now: int = attrs.field(default=0, validator=validator("now"))
     _heap: list[VirtualTimer] = attrs.field(factory=list, init=False)
     _seq: itertools.count[int] = attrs.field(factory=itertools.count, init=False)
 
     def now_ms(self) -> int:
+        """The virtual time in ms (moves only in ``advance`` and ``run_next``)."""
         return self.now
 
     def call_later(self, delay_ms: int, callback: TimerCallback) -> VirtualTimer:
+        """Arm ``callback`` to fire ``delay_ms`` from now, inside a later ``advance``."""
         if delay_ms < 0:
             raise ValueError(f"timer delay must be >= 0 ms, got {delay_ms}")
         timer = VirtualTimer(self.now + delay_ms, next(self._seq), callback)
@@ -131,13 +136,16 @@ class RealTimer:
         self._thread.cancel()
 
 
+@checked_api
 class RealClock:
     """Monotonic milliseconds and thread timers, for live use behind the facade."""
 
     def now_ms(self) -> int:
+        """Monotonic milliseconds (not wall-clock time: it never goes back)."""
         return time.monotonic_ns() // 1_000_000
 
     def call_later(self, delay_ms: int, callback: TimerCallback) -> RealTimer:
+        """Run ``callback`` on a daemon timer thread ``delay_ms`` from now."""
         thread = threading.Timer(delay_ms / 1000.0, callback)
         thread.daemon = True
         thread.start()

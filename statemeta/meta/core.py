@@ -97,7 +97,7 @@ __all__ = [
 
 
 class DropResult(enum.Enum):
-    """What unregister did."""
+    """What unregister did: removed, deferred until its task timer ends, or not found."""
 
     REMOVED = "removed"
     """Removed from list, map and store (committed)."""

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+from statemeta.arguments import checked_api
 from statemeta.codec import StreamTask, TaskId
 from statemeta.lifecycle import Outcome, TaskEvent, TaskStatus
 from statemeta.meta.clock import Clock, RealClock, TimerCallback, WrappedClock
@@ -30,6 +31,19 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+def _documented(cls: type[ThreadSafeStreamMeta]) -> type[ThreadSafeStreamMeta]:
+    """Give each undocumented member the docstring of the StreamMeta member it locks around."""
+    for name, member in vars(cls).items():
+        if name.startswith("_") or (member.__doc__ or "").strip():
+            continue
+        inner = getattr(StreamMeta, name, None)
+        doc = f"``StreamMeta.{name}``, under the facade's lock: {(inner.__doc__ or '').strip()}"
+        member.__doc__ = doc
+    return cls
+
+
+@_documented
+@checked_api
 class ThreadSafeStreamMeta:
     """A StreamMeta any number of threads may share."""
 

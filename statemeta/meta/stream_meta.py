@@ -27,6 +27,7 @@ import os
 from collections.abc import Callable
 from typing import ParamSpec, Self, TypeVar
 
+from statemeta.arguments import checked_api
 from statemeta.codec import STREAM_TASK_KEY_LEN, StreamTask, TaskId
 from statemeta.errors import MetaClosedError
 from statemeta.invariants import check_invariants, check_trace
@@ -64,6 +65,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+@checked_api
 class StreamMeta:
     """One vnode's or snode's stream-task meta (SStreamMeta). Not thread-safe: see facade.py."""
 
@@ -168,11 +170,13 @@ class StreamMeta:
     # -- operations -------------------------------------------------------------------------
 
     def register(self, task: StreamTask, ver: int) -> bool:
-        """streamMetaRegisterTask (MetaCore.register)."""
+        """streamMetaRegisterTask: add a task, saved and committed at ``ver``; False (nothing
+        changed) if its id is registered already (MetaCore.register)."""
         return self._op("register", self._core.register, task, ver)
 
     def unregister(self, stream_id: int, task_id: int) -> DropResult:
-        """streamMetaUnregisterTask (MetaCore.unregister)."""
+        """streamMetaUnregisterTask: drop a task from list, map and store, or mark it to be
+        dropped when its task timer ends (MetaCore.unregister)."""
         return self._op("unregister", self._core.unregister, stream_id, task_id)
 
     def acquire(self, stream_id: int, task_id: int) -> TaskHandle | None:
@@ -226,7 +230,8 @@ class StreamMeta:
         self._op("commit", self._core.commit)
 
     def load_all(self) -> LoadReport:
-        """streamMetaLoadAllTasks (MetaCore.load_all)."""
+        """streamMetaLoadAllTasks: read every stored task into memory after a restart; what is
+        skipped and why is in the report (MetaCore.load_all)."""
         return self._op("load_all", self._core.load_all)
 
     def latest_checkpoint_id(self) -> int:
@@ -234,7 +239,8 @@ class StreamMeta:
         return self._op("latest_checkpoint_id", self._core.latest_checkpoint_id)
 
     def start_all(self) -> tuple[tuple[TaskId, StartStep], ...]:
-        """streamMetaStartAllTasks (MetaCore.start_all)."""
+        """streamMetaStartAllTasks: open a start round and send INIT to every listed task; each
+        task's first step is returned (MetaCore.start_all)."""
         return self._op("start_all", self._core.start_all)
 
     def start_one(self, stream_id: int, task_id: int) -> StartStep:
@@ -242,19 +248,23 @@ class StreamMeta:
         return self._op("start_one", self._core.start_one, stream_id, task_id)
 
     def report_launch(self, stream_id: int, task_id: int, ready: bool) -> bool:
-        """streamMetaAddTaskLaunchResult (MetaCore.report_launch)."""
+        """streamMetaAddTaskLaunchResult: record whether a task of the open start round came up
+        ready; True once the round is complete (MetaCore.report_launch)."""
         return self._op("report_launch", self._core.report_launch, stream_id, task_id, ready)
 
     def stop_all(self) -> tuple[TaskId, ...]:
-        """streamMetaStopAllTasks (MetaCore.stop_all)."""
+        """streamMetaStopAllTasks: send STOP to every listed task; the ids stopped are returned
+        (MetaCore.stop_all)."""
         return self._op("stop_all", self._core.stop_all)
 
     def notify_close(self) -> int:
-        """streamMetaNotifyClose (MetaCore.notify_close)."""
+        """streamMetaNotifyClose: STOP every listed task; returns how many still have an active
+        task timer, which the seed waits for (MetaCore.notify_close)."""
         return self._op("notify_close", self._core.notify_close)
 
     def update_stage_role(self, stage: int, is_leader: bool) -> Role:
-        """streamMetaUpdateStageRole (MetaCore.update_stage_role)."""
+        """streamMetaUpdateStageRole: take the mnode's stage and role; a new leader starts the
+        heartbeat chain, a follower stops it (MetaCore.update_stage_role)."""
         return self._op("update_stage_role", self._core.update_stage_role, stage, is_leader)
 
     def clear(self) -> None:
@@ -287,10 +297,12 @@ class StreamMeta:
 
     @property
     def closed(self) -> bool:
+        """True once ``close`` ran: every operation and view then raises MetaClosedError."""
         return self._core.state.closed
 
     @property
     def path(self) -> str:
+        """The store's directory (what ``open`` was given)."""
         return self._core.store.path
 
     @property
@@ -300,6 +312,7 @@ class StreamMeta:
 
     @property
     def clock(self) -> Clock:
+        """The clock the meta reads and arms its timers on."""
         return self._clock
 
     @property
@@ -309,30 +322,38 @@ class StreamMeta:
 
     @property
     def vg_id(self) -> int:
+        """The vnode's vgroup id (-2: the snode, whose meta leads from the start)."""
         return self._core.state.vg_id
 
     @property
     def stage(self) -> int:
+        """The stage the mnode last gave (``update_stage_role``); -1 before any."""
         self._live("stage")
         return self._core.state.stage
 
     @property
     def role(self) -> Role:
+        """The node role (LEADER runs the heartbeat chain; UNINIT until a stage and role arrive)."""
         self._live("role")
         return self._core.state.role
 
     @property
     def num_tasks(self) -> int:
+        """Tasks in the task list (streamMetaGetNumOfTasks), fill-history tasks included."""
         self._live("num_tasks")
         return len(self._core.state.ids)
 
     @property
     def stream_count(self) -> int:
+        """Tasks that are not fill-history tasks (numOfStreamTasks), the count the
+        heartbeat reports."""
         self._live("stream_count")
         return self._core.state.stream_count
 
     @property
     def paused_count(self) -> int:
+        """Tasks paused (numOfPausedTasks: +1 on PAUSE, -1 on resume or drop of a
+        paused task)."""
         self._live("paused_count")
         return self._core.state.paused_count
 
@@ -347,10 +368,12 @@ class StreamMeta:
         return self._core.entry(stream_id, task_id).task
 
     def status(self, stream_id: int, task_id: int) -> TaskStatus:
+        """The task's lifecycle status (TaskStatus)."""
         self._live("status")
         return self._core.entry(stream_id, task_id).lifecycle.status
 
     def refcount(self, stream_id: int, task_id: int) -> int:
+        """The task's references: the meta's own one plus each acquire not yet released."""
         self._live("refcount")
         return self._core.entry(stream_id, task_id).refcount
 
@@ -365,6 +388,7 @@ class StreamMeta:
         return self._core.stored_tasks()
 
     def start_round(self) -> StartRoundView:
+        """The open start round (start_all's bookkeeping), as a frozen view."""
         self._live("start_round")
         return self._core.state.start.view()
 
