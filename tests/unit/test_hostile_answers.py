@@ -79,7 +79,7 @@ def test_a_lone_surrogate_in_the_handshake_is_one_line_and_exit_2(
     captured = capsys.readouterr()
     assert code == 2
     lines = captured.err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("could not run: "), captured.err
+    assert len(lines) == 1 and lines[0].startswith("statemeta check: could not run: "), captured.err
     assert "lone surrogate" in lines[0]
     lines[0].encode("utf-8")  # printable: the surrogate is shown escaped
 
