@@ -250,12 +250,15 @@ class Observation:
     ) -> dict[str, Json] | None:
         """The implementation's view completed with the reference's values where a key is not
         observed, for the invariants whose keys are all observed (they read none of the
-        reference's values); None when the two show different tasks (the comparison says so)."""
+        reference's values); None when the two show different tasks, or the implementation's
+        are not objects (the comparison says so)."""
         if self.full:
             return sut_view
         identity = IDENTITY[self.level][1][0]
         sut_tasks, ref_tasks = sut_view.get("tasks"), reference_view.get("tasks")
         if not isinstance(sut_tasks, list) or not isinstance(ref_tasks, list):
+            return None
+        if not all(isinstance(task, dict) for task in sut_tasks):
             return None
         if [t.get(identity) for t in sut_tasks] != [t.get(identity) for t in ref_tasks]:
             return None

@@ -13,6 +13,10 @@ import pytest
 from test_cli_check import _broken
 
 from statemeta.cli import main
+from statemeta.harness.machine import Divergence, compare_views
+from statemeta.harness.observation import Observation
+from statemeta.harness.operations import Op
+from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.trace import read_trace
 from statemeta.harness.wire import MAX_JSON_DEPTH, loads_bounded
 
@@ -106,3 +110,18 @@ def test_the_wire_reads_a_surrogate_pair_and_finite_numbers() -> None:
     assert loads_bounded(b'["\\ud83d\\ude00", 1.5e300, "\\\\ud800"]', MAX_JSON_DEPTH) == [
         "\U0001f600", 1.5e300, "\\ud800"
     ]
+
+
+@pytest.mark.parametrize("tasks", [[1], [None], ["s1"], [[]]])
+def test_tasks_that_are_not_objects_are_a_view_divergence_where_keys_are_declared(
+    tasks: list[Any],
+) -> None:
+    """A declaration of some keys completes the implementation's tasks with the reference's:
+    a task that is not an object is a divergence, not an AttributeError."""
+    reference = ReferenceAdapter()
+    reference.start(2)
+    reference.call(Op.of("register", task="s1"))
+    view = reference.view()
+    with pytest.raises(Divergence, match=r"view\.tasks"):
+        compare_views("op", "register", (view, {**view, "tasks": tasks}), None,
+                      Observation.of(2, [], ["status"]))
