@@ -207,8 +207,13 @@ class Observation:
         return out
 
     def result_of(self, op: Op, result: dict[str, Json]) -> dict[str, Json]:
-        """``result`` with its outcome collapsed as declared (``ok_rejected``: ok)."""
-        if self.outcomes == "ok_rejected" and op.spec.outcome and result.get("ok") in _OK:
+        """``result`` with its outcome collapsed as declared (``ok_rejected``: ok); an outcome
+        that is not a name (``{}``, a list) stays as it is, for the comparison to show."""
+        outcome = result.get("ok")
+        if (
+            self.outcomes == "ok_rejected" and op.spec.outcome and isinstance(outcome, str)
+            and outcome in _OK
+        ):
             return {**result, "ok": "ok"}
         return result
 

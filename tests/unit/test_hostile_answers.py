@@ -181,3 +181,18 @@ def test_no_mutation_of_a_view_raises_anything_but_a_divergence() -> None:
                 with contextlib.suppress(Divergence):
                     compare_step(Op.of("register", task="s1"), result, result, view, sut, None,
                                  seen)
+
+
+@pytest.mark.parametrize("outcome", [{}, [], [["applied"]], {"applied": 1}])
+def test_an_outcome_that_is_not_a_name_is_a_result_divergence(outcome: object) -> None:
+    """Declared ``ok_rejected`` outcomes are collapsed by name: an unhashable one is compared
+    as it is (a divergence), not a TypeError."""
+    reference = ReferenceAdapter()
+    reference.start(2)
+    reference.call(Op.of("register", task="s1"))
+    op = Op.of("handle_event", task="s1", event="pause")
+    result = reference.call(op)
+    view = reference.view()
+    seen = Observation.of(2, [], ["status"], "ok_rejected")
+    with pytest.raises(Divergence, match="result divergence"):
+        compare_step(op, result, {"ok": outcome}, view, view, None, seen)
