@@ -12,6 +12,8 @@ import enum
 from collections.abc import Iterable
 from typing import Any, TypeAlias
 
+import attrs
+
 from statemeta.codec import StreamTask, TaskId
 from statemeta.errors import MisuseError
 from statemeta.invariants import check_view
@@ -207,43 +209,73 @@ def _task_view(t: dict[str, Json]) -> TaskView:
 
 
 def meta_view_from_json(obj: dict[str, Json]) -> MetaView:
-    """The MetaView a level-2/3 JSON view describes (MisuseError if it is malformed).
+    """The MetaView a level-2/3 JSON view describes (MisuseError if it is malformed: a key
+    missing, or a value of another kind, an int field holding ``true`` or ``1.5`` included, since
+    the invariants do arithmetic on them).
 
     The records carry only what the view shows (ids, fill-history, trigger, related ids,
     persisted status, checkpoint): enough for every view invariant.
     """
     try:
-        r = obj["start_round"]
-        hb = obj["heartbeat"]
-        return MetaView(
-            vg_id=obj["vg_id"],
-            stage=obj["stage"],
-            role=Role[str(obj["role"]).upper()],
-            ids=tuple(_tid(i) for i in obj["ids"]),
-            map_ids=frozenset(_tid(i) for i in obj["map_ids"]),
-            tasks=tuple(_task_view(t) for t in obj["tasks"]),
-            stream_count=obj["stream_count"],
-            paused_count=obj["paused_count"],
-            start_round=StartRoundView(
-                open=r["open"],
-                members=tuple(_tid(i) for i in r["members"]),
-                ready=tuple(_tid(i) for i in r["ready"]),
-                failed=tuple(_tid(i) for i in r["failed"]),
-                completed=r["completed"],
-                superseded=r["superseded"],
-            ),
-            heartbeat=HeartbeatView(
-                hb["armed"], hb["tick_counter"], hb["sent"], hb["send_before_close"]
-            ),
-            detached=tuple(
-                DetachedView(_tid(d["id"]), n, d["refcount"], d["acquires"])
-                for n, d in enumerate(obj["detached"], start=1)
-            ),
-            removed=frozenset(_tid(i) for i in obj["removed"]),
-            loaded=obj["loaded"],
-        )
+        view = _meta_view(obj)
+        _plain_fields_typed(view)
     except (KeyError, TypeError, ValueError) as e:
         raise MisuseError(f"malformed view ({type(e).__name__}: {e}): {obj!r:.300}") from e
+    return view
+
+
+_PLAIN_FIELDS = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+                 "bool": lambda v: isinstance(v, bool)}
+"""The view records' declared plain types, and what a value of each is (a bool is no int)."""
+_VIEW_RECORDS = (TaskView, StartRoundView, HeartbeatView, DetachedView)
+"""The records a MetaView holds whose plain fields are checked too."""
+
+
+def _plain_fields_typed(record: attrs.AttrsInstance) -> None:
+    """Every int and bool field of a view record (and of the view records it holds) is one:
+    TypeError naming the first that is not."""
+    for field in attrs.fields(type(record)):
+        value = getattr(record, field.name)
+        holds = _PLAIN_FIELDS.get(str(field.type))
+        if holds is not None and not holds(value):
+            raise TypeError(f"{field.name} is {value!r:.40}, not {field.type}")
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, _VIEW_RECORDS):
+                _plain_fields_typed(item)
+
+
+
+def _meta_view(obj: dict[str, Json]) -> MetaView:
+    """The MetaView ``obj`` names, its plain fields as given (checked by the caller)."""
+    r = obj["start_round"]
+    hb = obj["heartbeat"]
+    return MetaView(
+        vg_id=obj["vg_id"],
+        stage=obj["stage"],
+        role=Role[str(obj["role"]).upper()],
+        ids=tuple(_tid(i) for i in obj["ids"]),
+        map_ids=frozenset(_tid(i) for i in obj["map_ids"]),
+        tasks=tuple(_task_view(t) for t in obj["tasks"]),
+        stream_count=obj["stream_count"],
+        paused_count=obj["paused_count"],
+        start_round=StartRoundView(
+            open=r["open"],
+            members=tuple(_tid(i) for i in r["members"]),
+            ready=tuple(_tid(i) for i in r["ready"]),
+            failed=tuple(_tid(i) for i in r["failed"]),
+            completed=r["completed"],
+            superseded=r["superseded"],
+        ),
+        heartbeat=HeartbeatView(
+            hb["armed"], hb["tick_counter"], hb["sent"], hb["send_before_close"]
+        ),
+        detached=tuple(
+            DetachedView(_tid(d["id"]), n, d["refcount"], d["acquires"])
+            for n, d in enumerate(obj["detached"], start=1)
+        ),
+        removed=frozenset(_tid(i) for i in obj["removed"]),
+        loaded=obj["loaded"],
+    )
 
 
 def check_view_invariants(obj: dict[str, Json]) -> None:

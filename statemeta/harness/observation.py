@@ -207,8 +207,13 @@ class Observation:
         return out
 
     def result_of(self, op: Op, result: dict[str, Json]) -> dict[str, Json]:
-        """``result`` with its outcome collapsed as declared (``ok_rejected``: ok)."""
-        if self.outcomes == "ok_rejected" and op.spec.outcome and result.get("ok") in _OK:
+        """``result`` with its outcome collapsed as declared (``ok_rejected``: ok); an outcome
+        that is not a name (``{}``, a list) stays as it is, for the comparison to show."""
+        outcome = result.get("ok")
+        if (
+            self.outcomes == "ok_rejected" and op.spec.outcome and isinstance(outcome, str)
+            and outcome in _OK
+        ):
             return {**result, "ok": "ok"}
         return result
 
@@ -250,12 +255,15 @@ class Observation:
     ) -> dict[str, Json] | None:
         """The implementation's view completed with the reference's values where a key is not
         observed, for the invariants whose keys are all observed (they read none of the
-        reference's values); None when the two show different tasks (the comparison says so)."""
+        reference's values); None when the two show different tasks, or the implementation's
+        are not objects (the comparison says so)."""
         if self.full:
             return sut_view
         identity = IDENTITY[self.level][1][0]
         sut_tasks, ref_tasks = sut_view.get("tasks"), reference_view.get("tasks")
         if not isinstance(sut_tasks, list) or not isinstance(ref_tasks, list):
+            return None
+        if not all(isinstance(task, dict) for task in sut_tasks):
             return None
         if [t.get(identity) for t in sut_tasks] != [t.get(identity) for t in ref_tasks]:
             return None

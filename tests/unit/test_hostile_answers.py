@@ -5,7 +5,9 @@ handshake, the one line of a run that could not start (exit 2)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,10 @@ import pytest
 from test_cli_check import _broken
 
 from statemeta.cli import main
+from statemeta.harness.machine import Divergence, compare_step, compare_views
+from statemeta.harness.observation import Observation
+from statemeta.harness.operations import Op
+from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.trace import read_trace
 from statemeta.harness.wire import MAX_JSON_DEPTH, loads_bounded
 
@@ -106,3 +112,87 @@ def test_the_wire_reads_a_surrogate_pair_and_finite_numbers() -> None:
     assert loads_bounded(b'["\\ud83d\\ude00", 1.5e300, "\\\\ud800"]', MAX_JSON_DEPTH) == [
         "\U0001f600", 1.5e300, "\\ud800"
     ]
+
+
+@pytest.mark.parametrize("tasks", [[1], [None], ["s1"], [[]]])
+def test_tasks_that_are_not_objects_are_a_view_divergence_where_keys_are_declared(
+    tasks: list[Any],
+) -> None:
+    """A declaration of some keys completes the implementation's tasks with the reference's:
+    a task that is not an object is a divergence, not an AttributeError."""
+    reference = ReferenceAdapter()
+    reference.start(2)
+    reference.call(Op.of("register", task="s1"))
+    view = reference.view()
+    with pytest.raises(Divergence, match=r"view\.tasks"):
+        compare_views("op", "register", (view, {**view, "tasks": tasks}), None,
+                      Observation.of(2, [], ["status"]))
+
+
+def _registered_view(level: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    reference = ReferenceAdapter()
+    reference.start(level)
+    result = reference.call(Op.of("register", task="s1"))
+    return result, reference.view()
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value"),
+    [
+        ("task", "acquires", {}),
+        ("task", "refcount", True),
+        ("task", "trigger_held", []),
+        ("task", "checkpointing_id", None),
+        ("start_round", "completed", 1.5),
+        ("heartbeat", "tick_counter", "1"),
+    ],
+)
+def test_a_view_value_of_another_kind_is_a_malformed_view(
+    where: str, key: str, value: object
+) -> None:
+    """The invariants do arithmetic on a view's numbers: one of another kind is a divergence,
+    not a TypeError from inside an invariant."""
+    _result, view = _registered_view(3)
+    sut = json.loads(json.dumps(view))
+    (sut["tasks"][0] if where == "task" else sut[where])[key] = value
+    with pytest.raises(Divergence, match=f"malformed view .*{key}"):
+        compare_views("op", "register", (view, sut), None, Observation.everything(3))
+
+
+def test_no_mutation_of_a_view_raises_anything_but_a_divergence() -> None:
+    """Seeded: 600 views, each the reference's with one value replaced by another JSON value,
+    at levels 2 and 3, observed in full and as declared."""
+    rnd = random.Random(34)
+    values: list[Any] = [None, True, 0, -1, 2**70, 1.5, "x", [], {}, [[16, 1]], {"id": 1}]
+    for level in (2, 3):
+        result, view = _registered_view(level)
+        for seen in (Observation.everything(level), Observation.of(level, [], ["status"])):
+            for _ in range(150):
+                sut = json.loads(json.dumps(view))
+                node: Any = sut
+                while True:
+                    keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+                    key = rnd.choice(keys)
+                    below = node[key]
+                    if not below or not isinstance(below, (dict, list)) or rnd.random() < 0.4:
+                        node[key] = rnd.choice(values)
+                        break
+                    node = node[key]
+                with contextlib.suppress(Divergence):
+                    compare_step(Op.of("register", task="s1"), result, result, view, sut, None,
+                                 seen)
+
+
+@pytest.mark.parametrize("outcome", [{}, [], [["applied"]], {"applied": 1}])
+def test_an_outcome_that_is_not_a_name_is_a_result_divergence(outcome: object) -> None:
+    """Declared ``ok_rejected`` outcomes are collapsed by name: an unhashable one is compared
+    as it is (a divergence), not a TypeError."""
+    reference = ReferenceAdapter()
+    reference.start(2)
+    reference.call(Op.of("register", task="s1"))
+    op = Op.of("handle_event", task="s1", event="pause")
+    result = reference.call(op)
+    view = reference.view()
+    seen = Observation.of(2, [], ["status"], "ok_rejected")
+    with pytest.raises(Divergence, match="result divergence"):
+        compare_step(op, result, {"ok": outcome}, view, view, None, seen)
