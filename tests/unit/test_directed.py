@@ -37,6 +37,7 @@ from statemeta.harness.coverage_model import (
 )
 from statemeta.harness.directed import (
     CORPUS_BOUNDS,
+    CoverageReport,
     build_corpus,
     corpus_file,
     corpus_text,
@@ -228,3 +229,10 @@ def test_the_explorer_counts_a_close_once() -> None:
                     reopens=1, faults=0, clock_advances=0, max_depth=1)
     found = explore(bounds, symmetry=False)
     assert found.coverage.role_rows[Role.UNINIT, RoleEvent.CLOSE, Role.UNINIT] == 1
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_role_rows_are_missed_only_at_levels_that_have_roles(level: int) -> None:
+    """Level 1 drives one task's lifecycle: it has no role to change, so none is missed."""
+    missed = CoverageReport(Counter(), load_corpus(level, "intended")).missed
+    assert any(c.startswith("role:") for c in missed) is (level > 1)
