@@ -37,6 +37,7 @@ from statemeta.harness.coverage_model import (
 )
 from statemeta.harness.directed import (
     CORPUS_BOUNDS,
+    CoverageReport,
     build_corpus,
     corpus_file,
     corpus_text,
@@ -242,3 +243,10 @@ def test_check_json_counts_each_class_reached(capsys: pytest.CaptureFixture[str]
     assert all(isinstance(n, int) and n > 0 for n in classes.values())
     for row in (*ROW_CLASSES, *ROLE_CLASSES):
         assert (row in classes) != (row in coverage["missed"]), row
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_role_rows_are_missed_only_at_levels_that_have_roles(level: int) -> None:
+    """Level 1 drives one task's lifecycle: it has no role to change, so none is missed."""
+    missed = CoverageReport(Counter(), load_corpus(level, "intended")).missed
+    assert any(c.startswith("role:") for c in missed) is (level > 1)
