@@ -240,30 +240,28 @@ class CompiledCodeFault(StatemetaError):
 # -- arguments of the public API (statemeta.arguments) ------------------------------------
 
 
-class ArgumentTypeError(MisuseError, TypeError):
+class ArgumentError(MisuseError):
+    """A public function was given an argument it refuses; raised before anything changes.
+    Names the function, the parameter, the value and what was expected."""
+
+    def __init__(self, function: str, parameter: str, value: object, expected: str) -> None:
+        self.function = function
+        self.parameter = parameter
+        self.value = value
+        self.expected = expected
+        super().__init__(f"{function}: {parameter} = {value!r}: expected {expected}")
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
     """A public function was given a value of the wrong type (a str for an enum, a bool or a
     float for an int, ...); raised before anything changes. Names the function, the parameter,
     the value and what was expected."""
 
-    def __init__(self, function: str, parameter: str, value: object, expected: str) -> None:
-        self.function = function
-        self.parameter = parameter
-        self.value = value
-        self.expected = expected
-        super().__init__(f"{function}: {parameter} = {value!r}: expected {expected}")
 
-
-class ArgumentValueError(MisuseError, ValueError):
+class ArgumentValueError(ArgumentError, ValueError):
     """A public function was given a value of the right type out of its range (an id past
     int32, a negative version, a non-finite float); raised before anything changes. Names the
     function, the parameter, the value and the range."""
-
-    def __init__(self, function: str, parameter: str, value: object, expected: str) -> None:
-        self.function = function
-        self.parameter = parameter
-        self.value = value
-        self.expected = expected
-        super().__init__(f"{function}: {parameter} = {value!r}: expected {expected}")
 
 
 class RecordTypeError(InvalidRecordError, TypeError):
