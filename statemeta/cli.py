@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +29,7 @@ from statemeta.diagrams import (
 from statemeta.explore.cli_explore import COMMANDS as EXPLORE_COMMANDS
 from statemeta.harness.campaign import COMMANDS as CAMPAIGN_COMMANDS
 from statemeta.harness.cli_check import COMMANDS as CHECK_COMMANDS
+from statemeta.interrupts import exit_code, interruptible
 from statemeta.json_output import json_text
 from statemeta.lifecycle import (
     LIFECYCLE_ROWS,
@@ -220,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``statemeta`` console script and of ``python -m statemeta``.
 
     A reader of stdout that goes away ends the command quietly: no traceback, EXIT_BROKEN_PIPE.
-    (The pipes to an implementation under check are the harness's: it handles their errors.)"""
+    (The pipes to an implementation under check are the harness's: it handles their errors.)
+    SIGTERM, SIGINT or SIGHUP ends any command through its cleanup (its workers ended), one line
+    and 128 + N."""
     parser = Parser(
         prog="statemeta", description="Executable reference model of TDengine's stream meta."
     )
@@ -232,13 +236,18 @@ def main(argv: list[str] | None = None) -> int:
         )
         command.configure(sub)
     args = parser.parse_args(argv)
+    code: int | None = None
     try:
-        with _hypothesis_files():
+        with interruptible() as received, _hypothesis_files():
             code = SUBCOMMANDS[args.command].run(args)
-        sys.stdout.flush()  # a reader gone shows here, not in the flush at exit
+            sys.stdout.flush()  # a reader gone shows here, not in the flush at exit
     except BrokenPipeError:
         _discard_stdout()
         return EXIT_BROKEN_PIPE
+    if code is None:  # an ending signal the command left to this block
+        name = signal.Signals(received[0]).name
+        print(f"statemeta {args.command}: interrupted by {name}", file=sys.stderr)
+        return exit_code(received)
     return code
 
 

@@ -43,7 +43,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from typing import Protocol, TypeVar, cast
 
 import attrs
@@ -63,6 +63,7 @@ from statemeta.harness.keeper import die_with_parent
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import REOPENS, Op, slot_of
 from statemeta.harness.reference import Coverage, ReferenceAdapter
+from statemeta.interrupts import raise_if_interrupted
 from statemeta.invariants import check_view, reopen, store_mirror
 from statemeta.lifecycle import TaskStatus
 from statemeta.meta.core import TASK_TABLE
@@ -352,6 +353,11 @@ class _Level:
 PARALLEL_MIN_STATES = 64
 """A level with fewer states to expand is expanded in process (a pool costs more)."""
 _CHUNKS_PER_WORKER = 4
+_SIGNAL_POLL = 0.2
+"""Seconds between the main thread's wakes while workers expand a level: Python runs a
+signal's handler only in the main thread, and the kernel may give SIGINT or SIGTERM to one of
+the pool's threads, leaving a main thread blocked without a timeout asleep until the level
+ends (issue 34, finding 8)."""
 _LEVEL: _Level | None = None
 """The level the pool's workers expand (set before the pool forks them)."""
 
@@ -421,6 +427,7 @@ def explore(
         stopped = not all_violations
         frontier = []
     for depth in range(bounds.max_depth):
+        raise_if_interrupted()
         level = _level(context, (abstraction, alphabet, root), parents, covered, frontier,
                        keep_systems=depth + 1 < bounds.max_depth,
                        known_classes=frozenset(class_paths))
@@ -615,8 +622,15 @@ def _expand_in_parallel(level: _Level, workers: int) -> list[_Expansion]:
         workers, mp_context=multiprocessing.get_context("fork"),
         initializer=_worker_started, initargs=(os.getpid(),),
     )
-    try:  # a worker that dies makes map raise BrokenProcessPool: nothing waits for it
-        return list(pool.map(_expand_run, runs))
+    try:  # a worker that dies makes result raise BrokenProcessPool: nothing waits for it
+        jobs = [pool.submit(_expand_run, run) for run in runs]
+        pending = set(jobs)
+        while pending:  # timed: a signal the kernel gave to a pool's thread is handled here
+            done, pending = wait(pending, _SIGNAL_POLL, return_when=FIRST_EXCEPTION)
+            for job in done:
+                job.result()  # a worker's error, at once
+            raise_if_interrupted()
+        return [job.result() for job in jobs]
     except BaseException:  # a worker's error, an interrupt: the others are not waited for
         for worker in set(multiprocessing.active_children()) - others:
             worker.kill()

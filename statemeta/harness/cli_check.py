@@ -15,7 +15,6 @@ ended first, and one line says so).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import random
 import shlex
@@ -23,9 +22,7 @@ import signal
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from statemeta.cli_args import (
@@ -67,6 +64,7 @@ from statemeta.harness.trace import (
     replay,
     write_trace,
 )
+from statemeta.interrupts import exit_code, interruptible
 from statemeta.invariants import VIEW_INVARIANTS
 from statemeta.json_output import json_text
 from statemeta.semantics import Semantics
@@ -196,44 +194,11 @@ def _handshake(sut: SubprocessAdapter, level: int) -> str | None:
     return None
 
 
-class Interrupted(BaseException):
-    """The run got SIGTERM, SIGINT or SIGHUP. Not an Exception, so that Hypothesis passes it on
-    at once (as SutAborted); on the way out the implementation's process tree is ended."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(signal.Signals(signum).name)
-
-
-_ENDING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-
-
-@contextlib.contextmanager
-def _interruptible() -> Iterator[list[int]]:
-    """While the body runs, the first SIGTERM, SIGINT or SIGHUP raises Interrupted (later ones
-    are ignored: the tree is being ended); yields the list that then holds the signal."""
-    received: list[int] = []
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        if not received:
-            received.append(signum)
-            raise Interrupted(signum)
-
-    previous = {number: signal.signal(number, interrupt) for number in _ENDING_SIGNALS}
-    try:
-        yield received
-    except Interrupted:
-        pass
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-
-
 def _interrupted(received: list[int], command: str) -> int:
     """Says the run was interrupted (its implementation's tree is ended by now)."""
     name = signal.Signals(received[0]).name
     print(f"interrupted by {name}: ended {command!r} and every process it started", file=sys.stderr)
-    return 128 + received[0]
+    return exit_code(received)
 
 
 def run_check_command(args: argparse.Namespace) -> int:
@@ -252,7 +217,7 @@ def run_check_command(args: argparse.Namespace) -> int:
         keep_going = KeepGoing(args.trace_out, args.max_divergences)
     out = sys.stderr if args.json else sys.stdout  # --json: stdout holds the document alone
     report: CheckReport | None = None
-    with _interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
+    with interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
         problem = _handshake(sut, args.level)
         if problem:
             _refuse(args, problem)
@@ -372,7 +337,7 @@ def check_document(
 def _check_concurrent(args: argparse.Namespace, seed_value: int) -> int:
     """``statemeta check --concurrent K``."""
     found: Hunt | None = None
-    with _interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
+    with interruptible() as received, SubprocessAdapter(args.sut, timeout=args.timeout) as sut:
         problem = _handshake(sut, args.level)
         if problem is None and not sut.concurrent:
             problem = f"could not run: {sut.hello()['name']} does not declare concurrent in hello"
@@ -438,7 +403,7 @@ def run_replay_command(args: argparse.Namespace) -> int:
         return _not_run(recorded, args)
     command = args.sut
     trace: Trace | None = None
-    with _interruptible() as received, SubprocessAdapter(command, timeout=args.timeout) as sut:
+    with interruptible() as received, SubprocessAdapter(command, timeout=args.timeout) as sut:
         problem = _handshake(sut, recorded.level)
         if problem:
             _refuse(args, problem)

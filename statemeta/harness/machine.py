@@ -78,6 +78,7 @@ from statemeta.harness.normalize import Json, meta_view_from_json
 from statemeta.harness.observation import Observation
 from statemeta.harness.operations import REGISTER_VER, REOPENS, TASK_POOL, Op
 from statemeta.harness.reference import ReferenceAdapter, saved_record
+from statemeta.interrupts import raise_if_interrupted
 from statemeta.invariants import VIEW_INVARIANTS, reopen
 from statemeta.lifecycle import TaskStatus
 from statemeta.semantics import Semantics
@@ -469,6 +470,7 @@ class _Machine(RuleBasedStateMachine):
         return self.reference.precondition_broken(op) is None
 
     def step(self, op: Op) -> None:
+        raise_if_interrupted()  # a signal's first raise may have been dropped (a gc callback)
         if self.over:
             return
         broken = self.reference.precondition_broken(op)

@@ -156,3 +156,47 @@ def test_no_process_of_the_run_outlives_it(
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+SIGNALS_ELSEWHERE = """
+import signal, threading, time
+from statemeta.explore import search
+threading.Thread(target=threading.Event().wait, daemon=True).start()
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+expand_run = search._expand_run
+def slow(run):
+    time.sleep(600)
+    return expand_run(run)
+search._expand_run = slow
+"""
+"""The kernel gives a process's signal to any thread that does not block it: here, always to
+a thread that is not the main one (the pool's threads, started later, inherit the block), while
+the workers take long enough that no finished run wakes the main thread."""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("ending", ["SIGINT", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("command", sorted(FORKS_WORKERS))
+def test_a_signal_another_thread_receives_still_ends_the_run(
+    command: str, ending: str, tmp_path: Path
+) -> None:
+    """Python handles a signal in the main thread only: one given to another thread while the
+    main thread waits for the workers must end the run all the same (seen as a CI hang)."""
+    marker = uuid.uuid4().hex
+    child = subprocess.Popen(
+        [sys.executable, "-c", RUNNER.format(patch=SIGNALS_ELSEWHERE),
+         *_argv(command, "", short=False)],
+        env={**os.environ, MARKER: marker}, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=(tmp_path / "stderr").open("wb"),
+    )
+    try:
+        assert wait_for(lambda: len(run_processes(marker)) > 1, STARTUP), "no worker started"
+        child.send_signal(getattr(signal, ending))
+        child.wait(timeout=30)
+        assert wait_for(lambda: not run_processes(marker), GRACE), run_processes(marker)
+    finally:
+        for pid in run_processes(marker):
+            os.kill(pid, signal.SIGKILL)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
