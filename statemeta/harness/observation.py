@@ -8,7 +8,11 @@ it can honestly report, and the harness compares exactly that:
 
 - ``observes``: per level, the view's top-level keys (``view``) and each task's keys
   (``tasks``), a key in full or in one of the coarser forms of ``COARSE_FORMS``;
-- ``outcomes``: ``full``, or ``ok_rejected`` (applied, started and pending are one ``ok``).
+- ``outcomes``: ``full``, or ``ok_rejected`` (applied, started and pending are one ``ok``);
+- ``results``: per operation, what of its result it gives (``RESULT_FORMS``: in full, only its
+  outcome, or nothing), for real code whose call returns a code where the reference returns a
+  value (a start round's steps, a load report, a bool);
+- ``sets``: the view keys of ``SET_KEYS`` it holds as sets (their order is not compared).
 
 Both sides' views and results are projected onto the declaration (``view_of``, ``result_of``)
 and then compared; every projection is idempotent, so an implementation sends its values already
@@ -19,6 +23,7 @@ invariant runs on the implementation's view only when every key it reads is obse
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -26,13 +31,15 @@ import attrs
 
 from statemeta.errors import MisuseError
 from statemeta.harness.normalize import Json
-from statemeta.harness.operations import LEVELS, Op
+from statemeta.harness.operations import LEVELS, OP_SPECS, Op
 
 __all__ = [
     "COARSE_FORMS",
     "IDENTITY",
     "OBJECT_FIELDS",
     "OUTCOMES",
+    "RESULT_FORMS",
+    "SET_KEYS",
     "VIEW_KEYS",
     "Observation",
     "declared",
@@ -86,6 +93,21 @@ OUTCOMES: Mapping[str, str] = {
 }
 """The declarations of ``outcomes``: how finely an outcome result is compared."""
 
+RESULT_FORMS: Mapping[str, str] = {
+    "full": "the whole result: the `ok` value, or the error's class, and the heartbeats",
+    "outcome": "whether it succeeded and the error's class, and the heartbeats; not the `ok` "
+    "value (a call that returns a code, or nothing)",
+    "none": "only the heartbeats: neither the `ok` value nor whether it failed",
+}
+"""The declarations of ``results``: what of one operation's result is compared."""
+
+SET_KEYS: Mapping[str, str] = {
+    "start_round.ready": "the round's ready ids (a hash set in the seed)",
+    "start_round.failed": "the round's failed ids (a hash set in the seed)",
+}
+"""The view keys whose value is a set in the seed: an implementation may declare that it holds
+them so (``sets``), and they are then compared in one order (sorted) on both sides."""
+
 _OK = frozenset({"applied", "started", "pending"})
 _MINIMUM = "status"
 """The task key every declaration includes (docs/harness-protocol.md: the minimum)."""
@@ -114,13 +136,20 @@ class Observation:
     tasks: frozenset[str]
     """Each task's keys, or a coarse form's name (``saved:top``)."""
     outcomes: str = attrs.field(default="full", validator=attrs.validators.in_(OUTCOMES))
+    results: tuple[tuple[str, str], ...] = ()
+    """``(operation, form)`` for each operation not given in full (``RESULT_FORMS``), sorted."""
+    sets: frozenset[str] = frozenset()
+    """The keys of ``SET_KEYS`` compared as sets."""
     full: bool = attrs.field(init=False, eq=False, repr=False)
     """Everything observed, outcomes in full: the projections change nothing."""
 
     @full.default
     def _everything_observed(self) -> bool:
         view, tasks = VIEW_KEYS[self.level]
-        return self.view >= set(view) and self.tasks >= set(tasks) and self.outcomes == "full"
+        return (
+            self.view >= set(view) and self.tasks >= set(tasks) and self.outcomes == "full"
+            and not self.results and not self.sets
+        )
 
     @classmethod
     def everything(cls, level: int) -> Observation:
@@ -160,14 +189,18 @@ class Observation:
         if hello.get("protocol") == 1:
             return cls.everything(level)
         outcomes = _check_outcomes(hello.get("outcomes", "full"))
+        results, sets = _results(hello.get("results", {})), _sets(hello.get("sets", []))
+        everything = attrs.evolve(
+            cls.everything(level), outcomes=outcomes, results=results, sets=sets
+        )
         observes = hello.get("observes")
         if observes is None:
-            return attrs.evolve(cls.everything(level), outcomes=outcomes)
+            return everything
         if not isinstance(observes, dict):
             raise MisuseError(f"observes {observes!r}: an object of levels")
         at = observes.get(str(level))
         if at is None:
-            return attrs.evolve(cls.everything(level), outcomes=outcomes)
+            return everything
         if (
             not isinstance(at, dict)
             or set(at) != {"view", "tasks"}
@@ -177,7 +210,9 @@ class Observation:
             raise MisuseError(
                 f'observes["{level}"] {at!r}: {{"view": [keys], "tasks": [keys]}}'
             )
-        return cls.of(level, at["view"], at["tasks"], outcomes)
+        return attrs.evolve(
+            cls.of(level, at["view"], at["tasks"], outcomes), results=results, sets=sets
+        )
 
     # -- the projections -----------------------------------------------------------------------
 
@@ -195,6 +230,11 @@ class Observation:
                 fields = {f: value[f] for f in value if f"{key}.{f}" in self.view}
                 if fields:
                     out[key] = fields
+        for dotted in self.sets:
+            key, _, field = dotted.partition(".")
+            held = out.get(key)
+            if isinstance(held, dict) and isinstance(held.get(field), list):
+                out[key] = {**held, field: sorted(held[field], key=_canonical)}
         return out
 
     def _task(self, task: Json) -> Json:
@@ -209,6 +249,12 @@ class Observation:
     def result_of(self, op: Op, result: dict[str, Json]) -> dict[str, Json]:
         """``result`` with its outcome collapsed as declared (``ok_rejected``: ok); an outcome
         that is not a name (``{}``, a list) stays as it is, for the comparison to show."""
+        form = self.result_form(op.name)
+        if form != "full":
+            kept = {k: v for k, v in result.items() if k == "heartbeats"}
+            if form == "outcome":
+                kept.update({"error": result["error"]} if "error" in result else {"ok": None})
+            return kept
         outcome = result.get("ok")
         if (
             self.outcomes == "ok_rejected" and op.spec.outcome and isinstance(outcome, str)
@@ -216,6 +262,10 @@ class Observation:
         ):
             return {**result, "ok": "ok"}
         return result
+
+    def result_form(self, op_name: str) -> str:
+        """How much of ``op_name``'s result is compared (a key of ``RESULT_FORMS``)."""
+        return dict(self.results).get(op_name, "full")
 
     # -- what is not compared ------------------------------------------------------------------
 
@@ -235,6 +285,17 @@ class Observation:
         return {
             "view": [k for k in view if k not in self.view],
             "tasks": [k for k in tasks if k not in self.tasks],
+        }
+
+    @property
+    def results_not_given(self) -> dict[str, str]:
+        """The operations of this level whose result is not compared in full, and the form
+        that is (``RESULT_FORMS``), in the operation table's order."""
+        forms = dict(self.results)
+        return {
+            name: forms[name]
+            for name, spec in OP_SPECS.items()
+            if name in forms and spec.level <= self.level
         }
 
     def unchecked(
@@ -287,6 +348,34 @@ class Observation:
             "view": sorted(self.view, key=lambda k: (order.get(k.partition(".")[0], 99), k)),
             "tasks": sorted(self.tasks, key=lambda k: (order.get(k, 99), k)),
         }
+
+
+def _canonical(value: Json) -> str:
+    """A total order on JSON values (a set's elements, sorted by their text)."""
+    return json.dumps(value, sort_keys=True)
+
+
+def _results(results: object) -> tuple[tuple[str, str], ...]:
+    """A ``results`` declaration, checked: operation name -> a form of RESULT_FORMS."""
+    if not isinstance(results, dict):
+        raise MisuseError(f"results {results!r}: an object of operation -> form")
+    for name, form in results.items():
+        if name not in OP_SPECS:
+            raise MisuseError(f"results: no operation {name!r}; the operations are "
+                              f"{sorted(OP_SPECS)}")
+        if not isinstance(form, str) or form not in RESULT_FORMS:
+            raise MisuseError(f"results[{name!r}] {form!r}: it is one of {sorted(RESULT_FORMS)}")
+    return tuple(sorted((n, f) for n, f in results.items() if f != "full"))
+
+
+def _sets(sets: object) -> frozenset[str]:
+    """A ``sets`` declaration, checked: keys of SET_KEYS."""
+    if not isinstance(sets, list) or not all(isinstance(k, str) for k in sets):
+        raise MisuseError(f"sets {sets!r}: a list of view keys")
+    unknown = sorted(set(sets) - set(SET_KEYS))
+    if unknown:
+        raise MisuseError(f"sets {unknown}: only these keys are sets: {sorted(SET_KEYS)}")
+    return frozenset(sets)
 
 
 _EVERYTHING: dict[int, Observation] = {
