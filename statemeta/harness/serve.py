@@ -82,6 +82,9 @@ ERROR_CODES: dict[str, str] = {
     "unknown_op": "no such operation at the started level",
     "bad_args": "the arguments do not fit the operation (names, values outside their domain)",
     "internal": "the implementation failed unexpectedly: a bug, which the message describes",
+    "fault": "the call hit undefined behaviour or a fatal internal error (a sanitizer's report, "
+    "a failed assertion): the message is the finding; the instance is gone (the next start "
+    "makes a new one). The run fails with a failure of kind fault",
 }
 """Every protocol error code, and when an implementation answers it."""
 

@@ -41,6 +41,13 @@ HOSTILE = {
     "ok NaN": (_answer("register", '{"ok": NaN}'), "sut", "NaN is not JSON"),
     "view Infinity": (_answer("view", '{"level": Infinity}'), "sut", "Infinity is not JSON"),
     "view 1e999": (_answer("view", '{"level": 1e999}'), "sut", "beyond a finite number"),
+    "a fault": (
+        'if request["op"] == "register": print(json.dumps(dict(id=request["id"], error=dict('
+        'code="fault", message="AddressSanitizer: heap-use-after-free in f at x.c:9"))), '
+        "flush=True); continue",
+        "fault",
+        "fault: AddressSanitizer: heap-use-after-free in f at x.c:9",
+    ),
 }
 
 
