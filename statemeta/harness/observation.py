@@ -30,8 +30,12 @@ from typing import Any
 import attrs
 
 from statemeta.errors import MisuseError
+from statemeta.harness.differences import compact
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import LEVELS, OP_SPECS, Op
+from statemeta.harness.wire import is_int
+from statemeta.lifecycle import TaskEvent, TaskStatus
+from statemeta.roles import Role
 
 __all__ = [
     "COARSE_FORMS",
@@ -41,6 +45,7 @@ __all__ = [
     "RESULT_FORMS",
     "SET_KEYS",
     "VIEW_KEYS",
+    "VIEW_KINDS",
     "Observation",
     "declared",
     "observes_json",
@@ -107,6 +112,73 @@ SET_KEYS: Mapping[str, str] = {
 }
 """The view keys whose value is a set in the seed: an implementation may declare that it holds
 them so (``sets``), and they are then compared in one order (sorted) on both sides."""
+
+Kind = tuple[Callable[[Json], bool], str]
+"""A check of a view value, and what the value must be (for the message naming it)."""
+
+
+def _names(enum_type: type[TaskStatus] | type[TaskEvent] | type[Role]) -> Callable[[Json], bool]:
+    names = frozenset(member.name.lower() for member in enum_type)
+    return lambda value: isinstance(value, str) and value in names
+
+
+def _id(value: Json) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(map(is_int, value))
+
+
+def _ids(value: Json) -> bool:
+    return isinstance(value, list) and all(map(_id, value))
+
+
+_STATUS, _EVENT, _ROLE = _names(TaskStatus), _names(TaskEvent), _names(Role)
+_INT: Kind = (is_int, "an int")
+_BOOL: Kind = (lambda v: isinstance(v, bool), "a bool")
+_ID: Kind = (_id, "an id [stream_id, task_id]")
+_IDS: Kind = (_ids, "a list of ids [stream_id, task_id]")
+_STATUS_OR_NULL: Kind = (lambda v: v is None or _STATUS(v), "a status name or null")
+_EVENT_OR_NULL: Kind = (lambda v: v is None or _EVENT(v), "an event name or null")
+
+VIEW_KINDS: Mapping[str, Kind] = {
+    "level": _INT, "now_ms": _INT, "vg_id": _INT, "stage": _INT,
+    "role": (_ROLE, "a role name"), "ids": _IDS, "map_ids": _IDS, "num_tasks": _INT,
+    "stream_count": _INT, "paused_count": _INT,
+    "tasks": (lambda v: isinstance(v, list), "a list of tasks"),
+    "start_round": (lambda v: isinstance(v, dict), "an object"),
+    "start_round.open": _BOOL, "start_round.members": _IDS, "start_round.ready": _IDS,
+    "start_round.failed": _IDS, "start_round.completed": _INT, "start_round.superseded": _INT,
+    "heartbeat": (lambda v: isinstance(v, dict), "an object"),
+    "heartbeat.armed": _BOOL, "heartbeat.tick_counter": _INT, "heartbeat.sent": _INT,
+    "heartbeat.send_before_close": _BOOL,
+    "detached": (
+        lambda v: isinstance(v, list) and all(
+            isinstance(d, dict) and _id(d.get("id")) and is_int(d.get("refcount"))
+            and is_int(d.get("acquires")) for d in v
+        ),
+        'a list of {"id", "refcount", "acquires"}',
+    ),
+    "removed": _IDS, "loaded": _BOOL,
+    "tasks.slot": (lambda v: isinstance(v, str), "a slot name"), "tasks.id": _ID,
+    "tasks.status": (_STATUS, "a status name"),
+    "tasks.saved": (lambda v: isinstance(v, list) and all(map(_STATUS, v)),
+                    "a list of status names"),
+    "tasks.active": _EVENT_OR_NULL,
+    "tasks.waiting": (
+        lambda v: isinstance(v, list) and all(
+            isinstance(w, list) and len(w) == 2 and _STATUS(w[0]) and _EVENT(w[1]) for w in v
+        ),
+        "a list of [status, event]",
+    ),
+    "tasks.prev_status": _STATUS_OR_NULL, "tasks.prev_event": _EVENT_OR_NULL,
+    "tasks.refcount": _INT, "tasks.acquires": _INT, "tasks.trigger_held": _BOOL,
+    "tasks.downstream_ready": _BOOL, "tasks.timer_active": _INT, "tasks.drop_pending": _BOOL,
+    "tasks.next_process_ver": _INT, "tasks.checkpointing_id": _INT,
+    "tasks.failed_checkpoint_id": _INT, "tasks.fill_history": _BOOL,
+    "tasks.trigger_param": _INT, "tasks.h_task_id": _ID, "tasks.stream_task_id": _ID,
+    "tasks.persisted_status": (_STATUS, "a status name"), "tasks.checkpoint_id": _INT,
+    "tasks.checkpoint_ver": _INT,
+}  # fmt: skip
+"""What each view key holds (``KEY``, ``KEY.FIELD``, ``tasks.KEY``): a view whose declared
+key holds anything else is one the harness cannot read (``Observation.problem``)."""
 
 _OK = frozenset({"applied", "started", "pending"})
 _MINIMUM = "status"
@@ -267,6 +339,31 @@ class Observation:
         """How much of ``op_name``'s result is compared (a key of ``RESULT_FORMS``)."""
         return dict(self.results).get(op_name, "full")
 
+    def problem(self, view: dict[str, Json]) -> str | None:
+        """Why the harness cannot read ``view`` as a view of this level holding the declared
+        keys (a key missing, or holding a value ``VIEW_KINDS`` refuses), naming the key and the
+        value; None: it can."""
+        if view.get("level") != self.level or not is_int(view.get("level")):
+            return f"view key level: {_shown(view, 'level')}, not the started level {self.level}"
+        whole = {f"{k}.{f}" for k in self.view for f in OBJECT_FIELDS.get(k, ())}
+        for key in sorted(self.view | whole):
+            head, _, field = key.partition(".")
+            holder = view.get(head) if field else view
+            if not isinstance(holder, dict):
+                return f"view key {head}: {_shown(view, head)} is not an object"
+            found = _wrong(holder, field or key, key, key)
+            if found:
+                return found
+        for index, task in enumerate(view["tasks"]):
+            if not isinstance(task, dict):
+                return f"view key tasks[{index}]: {compact(task)} is not an object"
+            for key in sorted(self.tasks):
+                name = COARSE_FORMS[key][0] if key in COARSE_FORMS else key
+                found = _wrong(task, name, f"tasks.{name}", f"tasks[{index}].{name}")
+                if found:
+                    return found
+        return None
+
     # -- what is not compared ------------------------------------------------------------------
 
     def reads(self, key: str) -> bool:
@@ -348,6 +445,20 @@ class Observation:
             "view": sorted(self.view, key=lambda k: (order.get(k.partition(".")[0], 99), k)),
             "tasks": sorted(self.tasks, key=lambda k: (order.get(k, 99), k)),
         }
+
+
+def _shown(holder: dict[str, Json], key: str) -> str:
+    return compact(holder[key]) if key in holder else "missing"
+
+
+def _wrong(holder: dict[str, Json], key: str, kind: str, where: str) -> str | None:
+    """Why ``holder[key]`` is not what VIEW_KINDS[kind] says, naming it ``where``."""
+    check, expected = VIEW_KINDS[kind]
+    if key not in holder:
+        return f"view key {where}: missing"
+    if not check(holder[key]):
+        return f"view key {where}: {compact(holder[key])} is not {expected}"
+    return None
 
 
 def _canonical(value: Json) -> str:

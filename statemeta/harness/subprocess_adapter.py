@@ -124,6 +124,8 @@ class SubprocessAdapter:
         self._next_id = 1
         self._hello: dict[str, Any] | None = None
         self._started = False
+        self._observation: Observation | None = None
+        """What the started instance declares it observes (the views are read against it)."""
         self._pending: dict[int, str] = {}
         """Requests sent and not answered yet (``send``), by id: what each asked, for errors."""
 
@@ -143,6 +145,7 @@ class SubprocessAdapter:
             raise SutError(self.command, f"start(level={level})", f"it supports levels {levels}")
         self._request("start", {"level": level, "pool": pool_json()})
         self._started = True
+        self._observation = Observation.of_hello(self.hello(), level)
 
     def call(self, op: Op) -> dict[str, Any]:
         """One operation; the result is ``{"ok": value}`` or ``{"error": "ClassName"}``."""
@@ -196,10 +199,14 @@ class SubprocessAdapter:
         return request_id, result
 
     def view(self) -> dict[str, Any]:
-        """The instance's observable state."""
+        """The instance's observable state, holding every key it declares (a key missing or
+        of another kind: SutError naming the key and the value)."""
         result = self._request("view", {})
         if not isinstance(result, dict):
             self._fail("view", f"result {_clip(json.dumps(result))} is not a JSON object")
+        problem = None if self._observation is None else self._observation.problem(result)
+        if problem:
+            self._fail("view", f"answered a view the harness cannot read: {problem}")
         return result
 
     def stop(self) -> None:
