@@ -167,6 +167,12 @@ class SutError(StatemetaError):
         super().__init__(f"{command!r} on request {request}: {problem}{tail}")
 
 
+class SutFault(SutError):
+    """The implementation answered that a call hit undefined behaviour or a fatal internal
+    error (a sanitizer's report, a failed assertion): the protocol's ``fault`` answer.
+    ``request`` is the call, ``problem`` the finding (docs/harness-protocol.md)."""
+
+
 class ClusterError(StatemetaError):
     """The explorer cannot use the cluster it was pointed at (``--cluster ADDRESS``): the
     engine (Dask distributed, the ``cluster`` extra) is not installed, the scheduler cannot be

@@ -88,6 +88,8 @@ class CheckReport:
             "observed": self.observation.to_json(),
             "unobserved": self.observation.unobserved,
             "outcomes": self.observation.outcomes,
+            "results": self.observation.results_not_given,
+            "sets": sorted(self.observation.sets),
             "unchecked_invariants": self.observation.unchecked(VIEW_INVARIANTS),
         }
 

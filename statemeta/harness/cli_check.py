@@ -277,6 +277,10 @@ def run_check_command(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else EXIT_CONFORMANT
 
 
+_GIVEN = {"outcome": "its outcome only", "none": "only its heartbeats"}
+"""What is compared of a result not given in full, per form (observation.RESULT_FORMS)."""
+
+
 def _not_compared(observation: Observation | None) -> list[str]:
     """The report's lines on what the implementation does not observe (none: everything)."""
     if observation is None or observation.full:
@@ -289,6 +293,14 @@ def _not_compared(observation: Observation | None) -> list[str]:
         + (", ".join(keys) or "no view key")
         + ("; outcomes as ok/rejected only" if observation.outcomes == "ok_rejected" else "")
     ]
+    forms = observation.results_not_given
+    if forms:
+        given = ", ".join(f"{op} ({_GIVEN[form]})" for op, form in forms.items())
+        lines.append(f"results not compared in full (the implementation does not give them): "
+                     f"{given}")
+    if observation.sets:
+        held = ", ".join(sorted(observation.sets))
+        lines.append(f"compared as sets (their order is not compared): {held}")
     unchecked = observation.unchecked(VIEW_INVARIANTS)
     if unchecked:
         listed = ", ".join(f"{i} (reads {', '.join(keys)})" for i, keys in unchecked.items())

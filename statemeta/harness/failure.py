@@ -24,6 +24,9 @@ FAILURE_KINDS: dict[str, str] = {
     "invariant": "the implementation's own view breaks an invariant of spec/invariants.md",
     "durable": "the implementation's committed records differ from what must be durable",
     "sut": "the implementation broke the protocol (crashed, hung, closed its output, garbage)",
+    "fault": "the implementation answered that the call hit undefined behaviour or a fatal "
+    "internal error (a sanitizer's report, a failed assertion): the detail names the finding "
+    "and the call",
     "linearizability": "no order of the concurrent calls, consistent with real time, gives the "
     "results the clients saw (the trace's history)",
     "crash": "the explored reference or variant raised an exception that is no statemeta "

@@ -38,8 +38,9 @@ def minimize(
     same_place: bool = False,
 ) -> Trace:
     """The shortest failing trace ddmin finds from ``trace`` (a trace of an implementation
-    that broke the protocol is returned as it is: its replays could only hang or crash)."""
-    if trace.failure.kind == "sut":
+    that broke the protocol or answered a fault is returned as it is: its replays could only
+    hang or crash)."""
+    if trace.failure.kind in ("sut", "fault"):
         return trace
 
     def still_fails(ops: list[Op]) -> Trace | None:

@@ -8,7 +8,11 @@ it can honestly report, and the harness compares exactly that:
 
 - ``observes``: per level, the view's top-level keys (``view``) and each task's keys
   (``tasks``), a key in full or in one of the coarser forms of ``COARSE_FORMS``;
-- ``outcomes``: ``full``, or ``ok_rejected`` (applied, started and pending are one ``ok``).
+- ``outcomes``: ``full``, or ``ok_rejected`` (applied, started and pending are one ``ok``);
+- ``results``: per operation, what of its result it gives (``RESULT_FORMS``: in full, only its
+  outcome, or nothing), for real code whose call returns a code where the reference returns a
+  value (a start round's steps, a load report, a bool);
+- ``sets``: the view keys of ``SET_KEYS`` it holds as sets (their order is not compared).
 
 Both sides' views and results are projected onto the declaration (``view_of``, ``result_of``)
 and then compared; every projection is idempotent, so an implementation sends its values already
@@ -19,21 +23,29 @@ invariant runs on the implementation's view only when every key it reads is obse
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from statemeta.errors import MisuseError
+from statemeta.harness.differences import compact
 from statemeta.harness.normalize import Json
-from statemeta.harness.operations import LEVELS, Op
+from statemeta.harness.operations import LEVELS, OP_SPECS, Op
+from statemeta.harness.wire import is_int
+from statemeta.lifecycle import TaskEvent, TaskStatus
+from statemeta.roles import Role
 
 __all__ = [
     "COARSE_FORMS",
     "IDENTITY",
     "OBJECT_FIELDS",
     "OUTCOMES",
+    "RESULT_FORMS",
+    "SET_KEYS",
     "VIEW_KEYS",
+    "VIEW_KINDS",
     "Observation",
     "declared",
     "observes_json",
@@ -86,6 +98,88 @@ OUTCOMES: Mapping[str, str] = {
 }
 """The declarations of ``outcomes``: how finely an outcome result is compared."""
 
+RESULT_FORMS: Mapping[str, str] = {
+    "full": "the whole result: the `ok` value, or the error's class, and the heartbeats",
+    "outcome": "whether it succeeded and the error's class, and the heartbeats; not the `ok` "
+    "value (a call that returns a code, or nothing)",
+    "none": "only the heartbeats: neither the `ok` value nor whether it failed",
+}
+"""The declarations of ``results``: what of one operation's result is compared."""
+
+SET_KEYS: Mapping[str, str] = {
+    "start_round.ready": "the round's ready ids (a hash set in the seed)",
+    "start_round.failed": "the round's failed ids (a hash set in the seed)",
+}
+"""The view keys whose value is a set in the seed: an implementation may declare that it holds
+them so (``sets``), and they are then compared in one order (sorted) on both sides."""
+
+Kind = tuple[Callable[[Json], bool], str]
+"""A check of a view value, and what the value must be (for the message naming it)."""
+
+
+def _names(enum_type: type[TaskStatus] | type[TaskEvent] | type[Role]) -> Callable[[Json], bool]:
+    names = frozenset(member.name.lower() for member in enum_type)
+    return lambda value: isinstance(value, str) and value in names
+
+
+def _id(value: Json) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(map(is_int, value))
+
+
+def _ids(value: Json) -> bool:
+    return isinstance(value, list) and all(map(_id, value))
+
+
+_STATUS, _EVENT, _ROLE = _names(TaskStatus), _names(TaskEvent), _names(Role)
+_INT: Kind = (is_int, "an int")
+_BOOL: Kind = (lambda v: isinstance(v, bool), "a bool")
+_ID: Kind = (_id, "an id [stream_id, task_id]")
+_IDS: Kind = (_ids, "a list of ids [stream_id, task_id]")
+_STATUS_OR_NULL: Kind = (lambda v: v is None or _STATUS(v), "a status name or null")
+_EVENT_OR_NULL: Kind = (lambda v: v is None or _EVENT(v), "an event name or null")
+
+VIEW_KINDS: Mapping[str, Kind] = {
+    "level": _INT, "now_ms": _INT, "vg_id": _INT, "stage": _INT,
+    "role": (_ROLE, "a role name"), "ids": _IDS, "map_ids": _IDS, "num_tasks": _INT,
+    "stream_count": _INT, "paused_count": _INT,
+    "tasks": (lambda v: isinstance(v, list), "a list of tasks"),
+    "start_round": (lambda v: isinstance(v, dict), "an object"),
+    "start_round.open": _BOOL, "start_round.members": _IDS, "start_round.ready": _IDS,
+    "start_round.failed": _IDS, "start_round.completed": _INT, "start_round.superseded": _INT,
+    "heartbeat": (lambda v: isinstance(v, dict), "an object"),
+    "heartbeat.armed": _BOOL, "heartbeat.tick_counter": _INT, "heartbeat.sent": _INT,
+    "heartbeat.send_before_close": _BOOL,
+    "detached": (
+        lambda v: isinstance(v, list) and all(
+            isinstance(d, dict) and _id(d.get("id")) and is_int(d.get("refcount"))
+            and is_int(d.get("acquires")) for d in v
+        ),
+        'a list of {"id", "refcount", "acquires"}',
+    ),
+    "removed": _IDS, "loaded": _BOOL,
+    "tasks.slot": (lambda v: isinstance(v, str), "a slot name"), "tasks.id": _ID,
+    "tasks.status": (_STATUS, "a status name"),
+    "tasks.saved": (lambda v: isinstance(v, list) and all(map(_STATUS, v)),
+                    "a list of status names"),
+    "tasks.active": _EVENT_OR_NULL,
+    "tasks.waiting": (
+        lambda v: isinstance(v, list) and all(
+            isinstance(w, list) and len(w) == 2 and _STATUS(w[0]) and _EVENT(w[1]) for w in v
+        ),
+        "a list of [status, event]",
+    ),
+    "tasks.prev_status": _STATUS_OR_NULL, "tasks.prev_event": _EVENT_OR_NULL,
+    "tasks.refcount": _INT, "tasks.acquires": _INT, "tasks.trigger_held": _BOOL,
+    "tasks.downstream_ready": _BOOL, "tasks.timer_active": _INT, "tasks.drop_pending": _BOOL,
+    "tasks.next_process_ver": _INT, "tasks.checkpointing_id": _INT,
+    "tasks.failed_checkpoint_id": _INT, "tasks.fill_history": _BOOL,
+    "tasks.trigger_param": _INT, "tasks.h_task_id": _ID, "tasks.stream_task_id": _ID,
+    "tasks.persisted_status": (_STATUS, "a status name"), "tasks.checkpoint_id": _INT,
+    "tasks.checkpoint_ver": _INT,
+}  # fmt: skip
+"""What each view key holds (``KEY``, ``KEY.FIELD``, ``tasks.KEY``): a view whose declared
+key holds anything else is one the harness cannot read (``Observation.problem``)."""
+
 _OK = frozenset({"applied", "started", "pending"})
 _MINIMUM = "status"
 """The task key every declaration includes (docs/harness-protocol.md: the minimum)."""
@@ -114,13 +208,20 @@ class Observation:
     tasks: frozenset[str]
     """Each task's keys, or a coarse form's name (``saved:top``)."""
     outcomes: str = attrs.field(default="full", validator=attrs.validators.in_(OUTCOMES))
+    results: tuple[tuple[str, str], ...] = ()
+    """``(operation, form)`` for each operation not given in full (``RESULT_FORMS``), sorted."""
+    sets: frozenset[str] = frozenset()
+    """The keys of ``SET_KEYS`` compared as sets."""
     full: bool = attrs.field(init=False, eq=False, repr=False)
     """Everything observed, outcomes in full: the projections change nothing."""
 
     @full.default
     def _everything_observed(self) -> bool:
         view, tasks = VIEW_KEYS[self.level]
-        return self.view >= set(view) and self.tasks >= set(tasks) and self.outcomes == "full"
+        return (
+            self.view >= set(view) and self.tasks >= set(tasks) and self.outcomes == "full"
+            and not self.results and not self.sets
+        )
 
     @classmethod
     def everything(cls, level: int) -> Observation:
@@ -160,14 +261,18 @@ class Observation:
         if hello.get("protocol") == 1:
             return cls.everything(level)
         outcomes = _check_outcomes(hello.get("outcomes", "full"))
+        results, sets = _results(hello.get("results", {})), _sets(hello.get("sets", []))
+        everything = attrs.evolve(
+            cls.everything(level), outcomes=outcomes, results=results, sets=sets
+        )
         observes = hello.get("observes")
         if observes is None:
-            return attrs.evolve(cls.everything(level), outcomes=outcomes)
+            return everything
         if not isinstance(observes, dict):
             raise MisuseError(f"observes {observes!r}: an object of levels")
         at = observes.get(str(level))
         if at is None:
-            return attrs.evolve(cls.everything(level), outcomes=outcomes)
+            return everything
         if (
             not isinstance(at, dict)
             or set(at) != {"view", "tasks"}
@@ -177,7 +282,9 @@ class Observation:
             raise MisuseError(
                 f'observes["{level}"] {at!r}: {{"view": [keys], "tasks": [keys]}}'
             )
-        return cls.of(level, at["view"], at["tasks"], outcomes)
+        return attrs.evolve(
+            cls.of(level, at["view"], at["tasks"], outcomes), results=results, sets=sets
+        )
 
     # -- the projections -----------------------------------------------------------------------
 
@@ -195,6 +302,11 @@ class Observation:
                 fields = {f: value[f] for f in value if f"{key}.{f}" in self.view}
                 if fields:
                     out[key] = fields
+        for dotted in self.sets:
+            key, _, field = dotted.partition(".")
+            held = out.get(key)
+            if isinstance(held, dict) and isinstance(held.get(field), list):
+                out[key] = {**held, field: sorted(held[field], key=_canonical)}
         return out
 
     def _task(self, task: Json) -> Json:
@@ -209,6 +321,12 @@ class Observation:
     def result_of(self, op: Op, result: dict[str, Json]) -> dict[str, Json]:
         """``result`` with its outcome collapsed as declared (``ok_rejected``: ok); an outcome
         that is not a name (``{}``, a list) stays as it is, for the comparison to show."""
+        form = self.result_form(op.name)
+        if form != "full":
+            kept = {k: v for k, v in result.items() if k == "heartbeats"}
+            if form == "outcome":
+                kept.update({"error": result["error"]} if "error" in result else {"ok": None})
+            return kept
         outcome = result.get("ok")
         if (
             self.outcomes == "ok_rejected" and op.spec.outcome and isinstance(outcome, str)
@@ -216,6 +334,35 @@ class Observation:
         ):
             return {**result, "ok": "ok"}
         return result
+
+    def result_form(self, op_name: str) -> str:
+        """How much of ``op_name``'s result is compared (a key of ``RESULT_FORMS``)."""
+        return dict(self.results).get(op_name, "full")
+
+    def problem(self, view: dict[str, Json]) -> str | None:
+        """Why the harness cannot read ``view`` as a view of this level holding the declared
+        keys (a key missing, or holding a value ``VIEW_KINDS`` refuses), naming the key and the
+        value; None: it can."""
+        if view.get("level") != self.level or not is_int(view.get("level")):
+            return f"view key level: {_shown(view, 'level')}, not the started level {self.level}"
+        whole = {f"{k}.{f}" for k in self.view for f in OBJECT_FIELDS.get(k, ())}
+        for key in sorted(self.view | whole):
+            head, _, field = key.partition(".")
+            holder = view.get(head) if field else view
+            if not isinstance(holder, dict):
+                return f"view key {head}: {_shown(view, head)} is not an object"
+            found = _wrong(holder, field or key, key, key)
+            if found:
+                return found
+        for index, task in enumerate(view["tasks"]):
+            if not isinstance(task, dict):
+                return f"view key tasks[{index}]: {compact(task)} is not an object"
+            for key in sorted(self.tasks):
+                name = COARSE_FORMS[key][0] if key in COARSE_FORMS else key
+                found = _wrong(task, name, f"tasks.{name}", f"tasks[{index}].{name}")
+                if found:
+                    return found
+        return None
 
     # -- what is not compared ------------------------------------------------------------------
 
@@ -235,6 +382,17 @@ class Observation:
         return {
             "view": [k for k in view if k not in self.view],
             "tasks": [k for k in tasks if k not in self.tasks],
+        }
+
+    @property
+    def results_not_given(self) -> dict[str, str]:
+        """The operations of this level whose result is not compared in full, and the form
+        that is (``RESULT_FORMS``), in the operation table's order."""
+        forms = dict(self.results)
+        return {
+            name: forms[name]
+            for name, spec in OP_SPECS.items()
+            if name in forms and spec.level <= self.level
         }
 
     def unchecked(
@@ -287,6 +445,48 @@ class Observation:
             "view": sorted(self.view, key=lambda k: (order.get(k.partition(".")[0], 99), k)),
             "tasks": sorted(self.tasks, key=lambda k: (order.get(k, 99), k)),
         }
+
+
+def _shown(holder: dict[str, Json], key: str) -> str:
+    return compact(holder[key]) if key in holder else "missing"
+
+
+def _wrong(holder: dict[str, Json], key: str, kind: str, where: str) -> str | None:
+    """Why ``holder[key]`` is not what VIEW_KINDS[kind] says, naming it ``where``."""
+    check, expected = VIEW_KINDS[kind]
+    if key not in holder:
+        return f"view key {where}: missing"
+    if not check(holder[key]):
+        return f"view key {where}: {compact(holder[key])} is not {expected}"
+    return None
+
+
+def _canonical(value: Json) -> str:
+    """A total order on JSON values (a set's elements, sorted by their text)."""
+    return json.dumps(value, sort_keys=True)
+
+
+def _results(results: object) -> tuple[tuple[str, str], ...]:
+    """A ``results`` declaration, checked: operation name -> a form of RESULT_FORMS."""
+    if not isinstance(results, dict):
+        raise MisuseError(f"results {results!r}: an object of operation -> form")
+    for name, form in results.items():
+        if name not in OP_SPECS:
+            raise MisuseError(f"results: no operation {name!r}; the operations are "
+                              f"{sorted(OP_SPECS)}")
+        if not isinstance(form, str) or form not in RESULT_FORMS:
+            raise MisuseError(f"results[{name!r}] {form!r}: it is one of {sorted(RESULT_FORMS)}")
+    return tuple(sorted((n, f) for n, f in results.items() if f != "full"))
+
+
+def _sets(sets: object) -> frozenset[str]:
+    """A ``sets`` declaration, checked: keys of SET_KEYS."""
+    if not isinstance(sets, list) or not all(isinstance(k, str) for k in sets):
+        raise MisuseError(f"sets {sets!r}: a list of view keys")
+    unknown = sorted(set(sets) - set(SET_KEYS))
+    if unknown:
+        raise MisuseError(f"sets {unknown}: only these keys are sets: {sorted(SET_KEYS)}")
+    return frozenset(sets)
 
 
 _EVERYTHING: dict[int, Observation] = {

@@ -1,21 +1,24 @@
-"""``python -m statemeta.serve [--concurrent] [--variant NAME] [--observe KEYS]``: the
-reference behind the harness protocol.
+"""``python -m statemeta.serve [--concurrent] [--variant NAME] [--observe KEYS] [--results
+OP=FORM,...] [--sets KEYS]``: the reference behind the harness protocol.
 
 Reads one JSON request per line on stdin, writes one JSON response per line on stdout, until
 stdin ends (docs/harness-protocol.md). Behind it is a ReferenceAdapter, at every level; with
-``--variant`` one of the deliberately broken variants, so the harness can show it catches
-them through the protocol; with ``--observe`` / ``--outcomes`` it declares and reports only
-part of its view (protocol 2), so the harness's handling of declarations is tested on the
-reference itself. The served meta does not check its own invariants: the harness
-checks them on the view, as it does for any implementation. Protocol errors are answered with
-a code of ERROR_CODES and the server goes on; an unexpected exception is answered ``internal``
-and its traceback goes to stderr. With ``--concurrent``, the thread-safe facade over the
-reference (or a locking variant) serves many clients at once: the handshake declares
-``"concurrent": true``; an operation request that names its ``client`` is handed to a pool of
-``WORKERS`` threads and answered when it is done, so responses come in any order (each names its
-request's id); each client's handles are its own (FacadeAdapter). A request without a client
-(hello, start, stop, view, or an operation that names none) waits until every request in flight
-is answered, then is answered in turn: the harness sends those only when no call is running.
+``--variant`` one of the deliberately broken variants, so the harness can show it catches them
+through the protocol; with ``--observe`` / ``--outcomes`` it declares and reports only part of
+its view (protocol 2), with ``--results`` it gives only part of those operations' results
+(``{"ok": null}`` for a value it withholds, as a call returning a code would), with ``--sets``
+it sends those keys sorted rather than in member order, so the harness's handling of
+declarations is tested on the reference itself. The served meta does not check its own
+invariants: the harness checks them on the view, as it does for any implementation. Protocol
+errors are answered with a code of ERROR_CODES and the server goes on; an unexpected exception
+is answered ``internal`` and its traceback goes to stderr. With ``--concurrent``, the
+thread-safe facade over the reference (or a locking variant) serves many clients at once: the
+handshake declares ``"concurrent": true``; an operation request that names its ``client`` is
+handed to a pool of ``WORKERS`` threads and answered when it is done, so responses come in any
+order (each names its request's id); each client's handles are its own (FacadeAdapter). A
+request without a client (hello, start, stop, view, or an operation that names none) waits until
+every request in flight is answered, then is answered in turn: the harness sends those only when
+no call is running.
 
 The protocol document's tables are generated from ERROR_CODES, OP_SPECS, the task pool, the
 observable keys and the invariants' reads (``python -m statemeta.serve --write-doc``; a test
@@ -25,6 +28,7 @@ entry module statemeta/serve.py runs ``main`` here.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import threading
@@ -46,7 +50,10 @@ from statemeta.harness.observation import (
     IDENTITY,
     OBJECT_FIELDS,
     OUTCOMES,
+    RESULT_FORMS,
+    SET_KEYS,
     VIEW_KEYS,
+    Observation,
 )
 from statemeta.harness.operations import DOMAINS, LEVELS, OP_SPECS, TASK_POOL, Op, ops_at
 from statemeta.harness.reference import ReferenceAdapter
@@ -75,6 +82,9 @@ ERROR_CODES: dict[str, str] = {
     "unknown_op": "no such operation at the started level",
     "bad_args": "the arguments do not fit the operation (names, values outside their domain)",
     "internal": "the implementation failed unexpectedly: a bug, which the message describes",
+    "fault": "the call hit undefined behaviour or a fatal internal error (a sanitizer's report, "
+    "a failed assertion): the message is the finding; the instance is gone (the next start "
+    "makes a new one). The run fails with a failure of kind fault",
 }
 """Every protocol error code, and when an implementation answers it."""
 
@@ -92,12 +102,18 @@ class ProtocolError(Exception):
 
 
 class Server:
-    """One implementation behind the protocol: turns request lines into response lines."""
+    """One implementation behind the protocol: turns request lines into response lines.
 
-    def __init__(self, adapter: ReferenceAdapter) -> None:
+    ``declares``: the ``results`` and ``sets`` fields its hello adds (none: it gives every
+    result in full and every list in the reference's order)."""
+
+    def __init__(self, adapter: ReferenceAdapter, declares: dict[str, Json] | None = None) -> None:
         self.adapter = adapter
+        self.declares = declares or {}
         self.level = 0
         """The started level (0: no instance)."""
+        self.observation: Observation | None = None
+        """What ``declares`` withholds at the started level (None: nothing)."""
 
     def respond(self, line: str) -> dict[str, Json]:
         """The response to one request line."""
@@ -128,6 +144,8 @@ class Server:
             assert isinstance(level, int)
             self.adapter.start(level)
             self.level = level
+            if self.declares:
+                self.observation = Observation.of_hello(self._hello(PROTOCOL_VERSION), level)
             return None
         if op == "stop":
             self.adapter.stop()
@@ -136,23 +154,28 @@ class Server:
         if self.level == 0:
             raise ProtocolError("not_started", f"{op} before start")
         if op == "view":
-            return self.adapter.view()
+            view = self.adapter.view()
+            return view if self.observation is None else self.observation.view_of(view)
         if op not in {spec.name for spec in ops_at(self.level)}:
             raise ProtocolError("unknown_op", f"no operation {op!r} at level {self.level}")
         try:
             parsed = Op.from_json({"op": op, "args": args})
         except MisuseError as error:
             raise ProtocolError("bad_args", str(error)) from error
-        return self.adapter.call(parsed)
+        result = self.adapter.call(parsed)
+        if self.observation is None:
+            return result
+        given = self.observation.result_of(parsed, result)
+        return given if "ok" in given or "error" in given else {"ok": None, **given}
 
     def _hello(self, protocol: Json) -> Json:
         """Protocol 2; protocol 1 too unless it declares observations (1 cannot say them)."""
-        hello = self.adapter.hello()
+        hello = {**self.adapter.hello(), **self.declares}
         if protocol == PROTOCOL_VERSION:
             return hello
         if protocol not in PROTOCOL_VERSIONS:
             raise ProtocolError("unsupported_protocol", f"speaks protocols {PROTOCOL_VERSIONS}")
-        if self.adapter.observed is not None:
+        if self.adapter.observed is not None or self.declares:
             raise ProtocolError(
                 "unsupported_protocol",
                 f"speaks protocol {PROTOCOL_VERSION} only: it declares what it observes",
@@ -412,6 +435,19 @@ def main(argv: list[str] | None = None) -> int:
         "--outcomes", choices=sorted(OUTCOMES), default="full", help="default: %(default)s"
     )
     parser.add_argument(
+        "--results",
+        type=_result_forms,
+        metavar="OP=FORM,...",
+        help="give only part of these operations' results (FORM: "
+        + ", ".join(RESULT_FORMS) + "; protocol 2)",
+    )
+    parser.add_argument(
+        "--sets",
+        type=_set_keys,
+        metavar="KEY,...",
+        help="declare these keys sets and send them sorted: " + ", ".join(SET_KEYS),
+    )
+    parser.add_argument(
         "--write-doc", action="store_true", help="refresh the tables in docs/harness-protocol.md"
     )
     parser.add_argument(
@@ -435,9 +471,17 @@ def main(argv: list[str] | None = None) -> int:
             f"--variant {args.variant} is not a {'locking ' if args.concurrent else ''}variant "
             f"(with{'' if args.concurrent else 'out'} --concurrent: {sorted(wanted)})"
         )
+    declares: dict[str, Json] = {}
+    if args.results:
+        declares["results"] = args.results
+    if args.sets:
+        declares["sets"] = args.sets
     if args.concurrent:
-        if args.observe is not None or args.outcomes != "full":
-            parser.error("--observe and --outcomes are for one client: not with --concurrent")
+        if args.observe is not None or args.outcomes != "full" or declares:
+            parser.error(
+                "--observe, --outcomes, --results and --sets are for one client: not with "
+                "--concurrent"
+            )
         facade = FacadeAdapter(args.variant, semantics=args.semantics)
         ConcurrentServer(facade).serve(sys.stdin, sys.stdout)
         return 0
@@ -448,5 +492,26 @@ def main(argv: list[str] | None = None) -> int:
         observe=args.observe,
         outcomes=args.outcomes,
     )
-    Server(adapter).serve(sys.stdin, sys.stdout)
+    Server(adapter, declares).serve(sys.stdin, sys.stdout)
     return 0
+
+
+def _result_forms(text: str) -> dict[str, str]:
+    """An argparse type: ``OP=FORM,...`` (``--results``), each checked as hello's is."""
+    pairs = [item.strip().partition("=") for item in text.split(",") if item.strip()]
+    forms = {op.strip(): form.strip() for op, _, form in pairs}
+    try:
+        Observation.of_hello({"protocol": PROTOCOL_VERSION, "results": forms}, 1)
+    except MisuseError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from e
+    return forms
+
+
+def _set_keys(text: str) -> list[str]:
+    """An argparse type: keys of SET_KEYS (``--sets``)."""
+    keys = [key.strip() for key in text.split(",") if key.strip()]
+    try:
+        Observation.of_hello({"protocol": PROTOCOL_VERSION, "sets": keys}, 1)
+    except MisuseError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from e
+    return keys

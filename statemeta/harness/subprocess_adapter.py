@@ -21,8 +21,10 @@ STDERR_TAIL_BYTES, quoted when it fails. Whatever goes wrong with the child (it 
 started, exits, hangs, closes its stdout, prints a line that is too long, not JSON, nested
 deeper than MAX_JSON_DEPTH or not the response to this request, or answers with a protocol
 error) ends its process tree and raises SutError: a broken implementation never hangs the
-harness, and the next ``start`` spawns a new child. So does anything that interrupts a request
-half-way (a signal's exception): the child's next line could not be trusted.
+harness, and the next ``start`` spawns a new child. The ``fault`` answer (the call hit
+undefined behaviour or a fatal internal error) is SutFault, the same way. So does anything
+that interrupts a request half-way (a signal's exception): the child's next line could not be
+trusted.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
-from statemeta.errors import MisuseError, SutError
+from statemeta.errors import MisuseError, SutError, SutFault
 from statemeta.harness import keeper
 from statemeta.harness.adapter import PROTOCOL_VERSIONS
 from statemeta.harness.normalize import id_json
@@ -122,6 +124,8 @@ class SubprocessAdapter:
         self._next_id = 1
         self._hello: dict[str, Any] | None = None
         self._started = False
+        self._observation: Observation | None = None
+        """What the started instance declares it observes (the views are read against it)."""
         self._pending: dict[int, str] = {}
         """Requests sent and not answered yet (``send``), by id: what each asked, for errors."""
 
@@ -141,6 +145,7 @@ class SubprocessAdapter:
             raise SutError(self.command, f"start(level={level})", f"it supports levels {levels}")
         self._request("start", {"level": level, "pool": pool_json()})
         self._started = True
+        self._observation = Observation.of_hello(self.hello(), level)
 
     def call(self, op: Op) -> dict[str, Any]:
         """One operation; the result is ``{"ok": value}`` or ``{"error": "ClassName"}``."""
@@ -187,17 +192,21 @@ class SubprocessAdapter:
                        f"request waiting has ({sorted(self._pending)})")
         problem = _response_problem(response, request_id)
         if problem:
-            self._fail(label, problem)
+            self._fail(label, problem, fault=_is_fault(response, request_id))
         result = response["result"]
         if not is_op_result(result):
             self._fail(label, f"result {_clip(json.dumps(result))} is not an operation result")
         return request_id, result
 
     def view(self) -> dict[str, Any]:
-        """The instance's observable state."""
+        """The instance's observable state, holding every key it declares (a key missing or
+        of another kind: SutError naming the key and the value)."""
         result = self._request("view", {})
         if not isinstance(result, dict):
             self._fail("view", f"result {_clip(json.dumps(result))} is not a JSON object")
+        problem = None if self._observation is None else self._observation.problem(result)
+        if problem:
+            self._fail("view", f"answered a view the harness cannot read: {problem}")
         return result
 
     def stop(self) -> None:
@@ -327,13 +336,15 @@ class SubprocessAdapter:
                 with contextlib.suppress(OSError):
                     pipe.close()
 
-    def _fail(self, request: str, problem: str) -> NoReturn:
-        """Ends the child and raises SutError with its stderr's tail."""
+    def _fail(self, request: str, problem: str, *, fault: bool = False) -> NoReturn:
+        """Ends the child and raises SutError with its stderr's tail (``fault``: SutFault, the
+        implementation's own report of undefined behaviour or a fatal internal error)."""
         process = self._process
         if process is not None and process.poll() is not None:
             problem += f" (it exited with status {process.returncode})"
         self._kill()
-        raise SutError(self.command, request, problem, stderr=self._stderr.text())
+        error = SutFault if fault else SutError
+        raise error(self.command, request, problem, stderr=self._stderr.text())
 
     # -- reading the child's output ------------------------------------------------------------
 
@@ -395,7 +406,7 @@ class SubprocessAdapter:
             return _REFUSED
         problem = _response_problem(response, request_id)
         if problem:
-            self._fail(label, problem)
+            self._fail(label, problem, fault=_is_fault(response, request_id))
         return response["result"]
 
     def _write_line(self, request: dict[str, Any], label: str) -> None:
@@ -507,12 +518,27 @@ def _response_problem(response: object, request_id: int) -> str:
         return f"answered id {_clip(json.dumps(response.get('id')))} to request id {request_id}"
     if "error" in response:
         error = response["error"]
+        if _is_fault(response, request_id):
+            return f"fault: {error.get('message', '')}"
         if isinstance(error, dict):
             return f"refused it: {error.get('code', '?')}: {error.get('message', '')}"
         return f"refused it: {_clip(json.dumps(error))}"
     if "result" not in response:
         return f'answered {_clip(json.dumps(response))} with neither "result" nor "error"'
     return ""
+
+
+def _is_fault(response: object, request_id: object) -> bool:
+    """Whether ``response`` is the ``fault`` answer to request ``request_id`` (undefined
+    behaviour or a fatal internal error in the call: a failure of kind fault, not a broken
+    protocol)."""
+    return (
+        isinstance(response, dict)
+        and is_int(response.get("id"))
+        and response["id"] == request_id
+        and isinstance(response.get("error"), dict)
+        and response["error"].get("code") == "fault"
+    )
 
 
 def _refused(response: object, request_id: int, code: str) -> bool:

@@ -6,8 +6,9 @@ the results and views are there for the reader (``format_trace`` prints them as 
 the paths at which the two views differ).
 
 A divergence's trace is the shrunk example's steps, as the differential machine reports them
-(``divergence_trace``); an implementation that broke the protocol (crash, hang, garbage) stops
-the run at once, without shrinking, and its trace is the steps so far (``sut_error_trace``).
+(``divergence_trace``); an implementation that broke the protocol (crash, hang, garbage) or
+answered a fault (undefined behaviour, a fatal internal error) stops the run at once, without
+shrinking, and its trace is the steps so far (``sut_error_trace``: kind ``sut`` or ``fault``).
 ``replay`` runs a trace's operations through the same machine outside Hypothesis, so it
 applies exactly the checks of the run that wrote it: a trace of ``check --keep-going`` holds
 the masks in force when it was found (``masks``), and its failure says where it shows
@@ -27,7 +28,7 @@ from typing import Any, TypeAlias, TypeVar
 
 import attrs
 
-from statemeta.errors import MisuseError, SutAborted, SutError, TraceFormatError
+from statemeta.errors import MisuseError, SutAborted, SutError, SutFault, TraceFormatError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.catalogue import NO_MASKS, START, Mask
 from statemeta.harness.differences import compact, differences
@@ -310,7 +311,8 @@ def sut_error_trace(
     steps = list(done)
     if len(sent) > len(done):
         steps.append(Step(sent[len(done)], None, None))
-    return Trace(level, sut, tuple(steps), Failure("sut", str(error)), seed, semantics)
+    kind = "fault" if isinstance(error, SutFault) else "sut"
+    return Trace(level, sut, tuple(steps), Failure(kind, str(error)), seed, semantics)
 
 
 def run_ops(

@@ -3,8 +3,10 @@
 It declares ``semantics: seed`` and observes only what the C keeps: at level 1, per task, the
 state machine's ``status``, active transition, waiting list and ``prev`` (no saved stack: the
 C swaps the status with ``prev``), outcomes as ok/rejected (the C returns 0 or an error code).
-A fault of the compiled code during a call (CompiledCodeFault) is answered as the protocol's
-``internal`` error naming the finding and the operation; the instance is gone after it."""
+At level 2 it declares the results the C does not return (``RESULTS``: a call that returns a
+code or nothing gives its outcome only) and the start round's sets (``sets``). A fault of the
+compiled code during a call (CompiledCodeFault) is answered as the protocol's ``fault``, naming
+the finding and the operation; the instance is gone after it."""
 
 from __future__ import annotations
 
@@ -52,6 +54,18 @@ LEVEL2_OBSERVED = {
 }  # fmt: skip
 """What the C keeps at level 2 (the driver's view2)."""
 
+RESULTS = {
+    op: "outcome"
+    for op in ("unregister", "resume", "load_all", "start_all", "start_one", "report_launch",
+               "stop_all", "notify_close")
+}
+"""The level-2 operations whose C call returns a code (or nothing) where the reference returns
+a value (removed/deferred, an outcome, a load report, the round's steps, a bool, the ids
+stopped, a count): only their outcome is given."""
+
+SETS = ["start_round.ready", "start_round.failed"]
+"""The keys that are hash sets in the C (listed in the task list's order, not the join order)."""
+
 _NOT_MAPPED = str(-(2**31))
 """The driver's answer for a slot whose task the meta does not map."""
 
@@ -88,6 +102,8 @@ class TDengineServer:
             "semantics": "seed",
             "observes": {"1": {"view": [], "tasks": LEVEL1_OBSERVED}, "2": LEVEL2_OBSERVED},
             "outcomes": "ok_rejected",
+            "results": RESULTS,
+            "sets": SETS,
         }
 
     def start(self, level: object, pool: object) -> None:
@@ -207,7 +223,7 @@ class TDengineServer:
         except CompiledCodeFault as error:
             self.stop()
             message = f"TDengine's compiled code: {error}"
-            return {"id": request_id, "error": {"code": "internal", "message": message}}
+            return {"id": request_id, "error": {"code": "fault", "message": message}}
         except ValueError as error:
             return {"id": request_id, "error": {"code": "bad_request", "message": str(error)}}
 

@@ -32,16 +32,67 @@ def _answer(op: str, result: str) -> str:
 
 
 HOSTILE = {
-    "view {}": (_answer("view", "{}"), "view", "malformed view"),
-    "view level 2 only": (_answer("view", '{"level": 2}'), "view", "malformed view"),
-    "view an op result": (_answer("view", '{"ok": 1}'), "view", "malformed view"),
+    "view {}": (_answer("view", "{}"), "sut", "view key level: missing, not the started"),
+    "view level 2 only": (_answer("view", '{"level": 2}'), "sut", "view key detached: missing"),
+    "view an op result": (_answer("view", '{"ok": 1}'), "sut", "view key level: missing"),
     "error name a lone surrogate": (
         _answer("register", r'{"error": "\\ud800"}'), "sut", "lone surrogate"
     ),
     "ok NaN": (_answer("register", '{"ok": NaN}'), "sut", "NaN is not JSON"),
     "view Infinity": (_answer("view", '{"level": Infinity}'), "sut", "Infinity is not JSON"),
     "view 1e999": (_answer("view", '{"level": 1e999}'), "sut", "beyond a finite number"),
+    "a fault": (
+        'if request["op"] == "register": print(json.dumps(dict(id=request["id"], error=dict('
+        'code="fault", message="AddressSanitizer: heap-use-after-free in f at x.c:9"))), '
+        "flush=True); continue",
+        "fault",
+        "fault: AddressSanitizer: heap-use-after-free in f at x.c:9",
+    ),
 }
+
+
+MALFORMED = {
+    "a task that is not an object": ('r["result"]["tasks"][0] = 1', "view key tasks[0]: 1 is "
+                                     "not an object"),
+    "a task key missing": ('del r["result"]["tasks"][0]["status"]',
+                           "view key tasks[0].status: missing"),
+    "an int that is a string": ('r["result"]["tasks"][0]["refcount"] = "x"',
+                                'view key tasks[0].refcount: "x" is not an int'),
+    "a bool that is an int": ('r["result"]["loaded"] = 0', "view key loaded: 0 is not a bool"),
+    "an object that is a number": ('r["result"]["heartbeat"] = 7',
+                                   "view key heartbeat: 7 is not an object"),
+    "an object's field of another kind": ('r["result"]["start_round"]["ready"] = [[1]]',
+                                          "view key start_round.ready: [[1]] is not a list of "
+                                          "ids"),
+    "a status that is no status": ('r["result"]["tasks"][0]["status"] = "gone"',
+                                   'view key tasks[0].status: "gone" is not a status name'),
+    "a waiting entry cut short": ('r["result"]["tasks"][0]["waiting"] = [["ready"]]',
+                                  'view key tasks[0].waiting: [["ready"]] is not a list of '
+                                  "[status, event]"),
+    "the level missing": ('del r["result"]["level"]', "view key level: missing"),
+}
+"""A view mutation made once a task is mapped (Python on ``r``, the response), and the line the
+failure says."""
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_a_view_the_harness_cannot_read_is_a_protocol_failure_naming_key_and_value(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str
+) -> None:
+    mutation, said = MALFORMED[name]
+    misbehaviour = (
+        'if request["op"] == "view" and server.level == 2 and server.adapter.view()["ids"]: '
+        f"r = server.respond(line); {mutation}; print(json.dumps(r), flush=True); continue"
+    )
+    command = _broken(tmp_path, misbehaviour)
+    out = tmp_path / "trace.json"
+    run = ["check", "--sut", command, "--level", "2", "--examples", "3", "--steps", "3"]
+    code = main([*run, "--seed", "0", "--timeout", "30", "--trace-out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 1, text
+    trace = read_trace(out)
+    assert trace.failure.kind == "sut"
+    assert f"answered a view the harness cannot read: {said}" in trace.failure.detail
 
 
 def _strict(text: str) -> Any:

@@ -96,7 +96,7 @@ def test_start_sends_the_task_pool(tmp_path: Path) -> None:
         global pool
         pool = request["args"]["pool"]
     if request["op"] == "view":
-        send({"id": request["id"], "result": {"pool": pool}})
+        send({"id": request["id"], "result": {"level": 1, "tasks": [], "pool": pool}})
         return True
     """
     with SubprocessAdapter(_sut(tmp_path, behaviour), timeout=TIMEOUT) as adapter:
@@ -341,8 +341,10 @@ def test_a_response_line_is_read_up_to_the_limit(
     tmp_path: Path, extra: int, accepted: bool
 ) -> None:
     """The line (without its newline) may be MAX_LINE_BYTES long, not one byte more."""
-    empty = """len('{"id": %d, "result": {"pad": ""}}' % request["id"])"""
-    result = f"""'{{"pad": "%s"}}' % ("x" * ({MAX_LINE_BYTES + extra} - {empty}))"""
+    empty = """len('{"id": %d, "result": {"level": 1, "tasks": [], "pad": ""}}' % request[
+        "id"])"""
+    result = (f"""'{{"level": 1, "tasks": [], "pad": "%s"}}' % ("x" * """
+              f"""({MAX_LINE_BYTES + extra} - {empty}))""")
     with SubprocessAdapter(_one_line_view(tmp_path, result), timeout=5) as adapter:
         adapter.start(1)
         if accepted:
@@ -357,7 +359,8 @@ def test_a_response_may_nest_up_to_the_bound(tmp_path: Path, extra: int, accepte
     """The response line may nest MAX_JSON_DEPTH arrays and objects (its own object and the
     view's included), not one more."""
     lists = MAX_JSON_DEPTH - 2 + extra
-    result = f"""'{{"deep": %s}}' % ("[" * {lists} + "0" + "]" * {lists})"""
+    deep = f"""("[" * {lists} + "0" + "]" * {lists})"""
+    result = f"""'{{"level": 1, "tasks": [], "deep": %s}}' % {deep}"""
     with SubprocessAdapter(_one_line_view(tmp_path, result), timeout=TIMEOUT) as adapter:
         adapter.start(1)
         if accepted:

@@ -8,6 +8,7 @@ The driver is built once per session into a cache directory (builds are keyed by
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -18,6 +19,11 @@ import pytest
 
 from statemeta.cli import main
 from statemeta.errors import CompiledCodeFault, TDengineBuildError
+from statemeta.harness.catalogue import START, Mask
+from statemeta.harness.operations import Op
+from statemeta.harness.reference import ReferenceAdapter
+from statemeta.harness.subprocess_adapter import SubprocessAdapter
+from statemeta.harness.trace import read_trace, replay, write_trace
 from statemeta.tdengine.build import build, default_out
 from statemeta.tdengine.driver import Driver
 from statemeta.tdengine.server import TDengineServer
@@ -131,8 +137,8 @@ def _pool() -> list[dict[str, object]]:
 
 def test_a_failed_assert_in_the_c_is_a_typed_answer_naming_it_and_the_call(driver: Path) -> None:
     """complete(init) in ck with nothing active breaks an ASSERT of streamTaskSm.c (the
-    harness never sends it: a precondition); served, it is the protocol's internal error
-    naming the assertion and the call, and the server goes on answering."""
+    harness never sends it: a precondition); served, it is the protocol's fault answer naming
+    the assertion and the call, and the server goes on answering."""
     server = TDengineServer(driver)
     try:
         server.start(1, _pool())
@@ -140,7 +146,7 @@ def test_a_failed_assert_in_the_c_is_a_typed_answer_naming_it_and_the_call(drive
             assert server.call(op, {"task": "s1", **args}) == {"ok": "ok"}
         request = {"id": 9, "op": "complete", "args": {"task": "s1", "event": "init"}}
         response = server.respond(json.dumps(request))
-        assert response["id"] == 9 and response["error"]["code"] == "internal"
+        assert response["id"] == 9 and response["error"]["code"] == "fault"
         message = response["error"]["message"]
         assert "ASSERT(" in message and "streamTaskSm.c" in message
         assert "complete(event=init, task=s1)" in message
@@ -171,6 +177,32 @@ def test_a_use_after_free_in_the_c_is_a_fault_naming_the_finding_and_the_call(
         assert fault.value.operation == "unregister(task=s1)"
     finally:
         run.close()
+
+
+def test_a_use_after_free_served_is_a_failure_of_kind_fault_whose_trace_replays(
+    tree: Path, tmp_path: Path
+) -> None:
+    """The double release above, through the harness: the view after the second release reads
+    the task the C freed while still mapped, and the run fails there with a failure of kind
+    fault naming the sanitizer's finding and the request; its trace replays to the same."""
+    ops = [Op.of("register", task="s1"), Op.of("acquire", task="s1"),
+           Op.of("release", task="s1"), Op.of("release", task="s1")]  # fmt: skip
+    seed = functools.partial(ReferenceAdapter, semantics="seed")
+    # the heartbeat timer the C arms at open (docs/tdengine.md): not this test's
+    armed = frozenset(Mask(START, at) for at in ("invariant:heartbeat-chain",
+                                                  "view.heartbeat.armed"))
+    with SubprocessAdapter(_sut(tree)) as adapter:
+        found = replay(ops, level=2, sut=adapter, sut_command=_sut(tree), reference=seed,
+                       masks=armed)
+        assert found is not None and found.failure.kind == "fault", found
+        assert "AddressSanitizer: heap-use-after-free" in found.failure.detail
+        assert "(during view)" in found.failure.detail
+        assert [step.op for step in found.steps] == ops
+        path = tmp_path / "fault.json"
+        write_trace(found, path)
+        again = replay(read_trace(path).ops, level=2, sut=adapter, sut_command=_sut(tree),
+                       reference=seed, masks=armed)
+    assert again is not None and again.failure.kind == "fault"
 
 
 def test_level_2_runs_to_a_catalogue_of_named_divergences(
