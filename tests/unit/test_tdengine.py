@@ -190,3 +190,41 @@ def test_level_2_runs_to_a_catalogue_of_named_divergences(
     assert len(details) >= 3
     assert any("heartbeat.armed" in d for d in details)
     assert not any("protocol" in d and "broke" in d for d in details)
+
+
+def test_level_3_serves_reopen_crash_faults_and_a_torn_record(driver: Path) -> None:
+    """Level 3 on the compiled meta: a registered task survives a crash (the register
+    committed) and a close; a planned put fault dies with its store; the torn record the C
+    reads at open (streamMetaCheckBackendCompatible trusts its length prefix) is an over-read:
+    AddressSanitizer's heap-buffer-overflow, answered as the protocol's internal error."""
+    server = TDengineServer(driver)
+    try:
+        assert server.hello(2)["levels"] == [1, 2, 3]
+        server.start(3, [{**_pool()[0], "dispatches": False}])
+        assert server.call("register", {"task": "s1"}) == {"ok": True}
+        for op in ("crash_reopen", "close_reopen"):
+            assert server.call(op, {}) == {"ok": 0}
+            assert server.view()["ids"] == [[16, 1]]
+        assert server.call("fail_next", {"op": "put"}) == {"ok": None}
+        request = {"id": 3, "op": "corrupt_record", "args": {"task": "s1"}}
+        message = server.respond(json.dumps(request))["error"]["message"]
+        assert "AddressSanitizer: heap-buffer-overflow in tDecodeI64" in message
+        assert "(during corrupt_record(task=s1))" in message
+    finally:
+        server.stop()
+
+
+def test_level_3_runs_to_a_catalogue_and_stops_at_the_torn_record(
+    tree: Path, driver: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The directed corpus at level 3 with --keep-going: the divergences before the torn
+    record's over-read are catalogued, and the over-read ends the run naming the finding."""
+    code = main([
+        "check", "--sut", _sut(tree), "--level", "3", "--semantics", "seed", "--examples", "10",
+        "--steps", "10", "--seed", "0", "--keep-going", "--json",
+        "--trace-out", str(tmp_path / "t.json"),
+    ])  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and not report["conformant"]
+    assert {"close_reopen", "crash_reopen"} <= {entry["op"] for entry in report["catalogue"]}
+    assert "heap-buffer-overflow" in json.dumps(report)
