@@ -5,17 +5,25 @@ check`` runs): in process (a ReferenceAdapter as the implementation) and over th
 protocol (``python -m statemeta.serve``). The baseline, measured in the same run, is a bare
 Hypothesis stateful machine with trivial rules: the cost of Hypothesis itself per step.
 Goals: >= 1,000 steps/s in process, >= 500 over the protocol.
+
+One more row: TDengine's compiled C (``statemeta tdengine serve``, the tree of
+``STATEMETA_TDENGINE_SRC`` or ../shared/tdengine/63494de7) at level 2, checked as seed with
+``--keep-going`` and no directed phase (it diverges: its rate includes shrinking and naming
+each divergence), against the same run of the reference served as seed, measured beside it.
 Run: ``python -m benchmarks.bench_harness [--quick]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -24,9 +32,10 @@ from hypothesis.strategies import integers
 
 from benchmarks._table import print_module
 from statemeta.harness.adapter import Adapter
-from statemeta.harness.check import Progress, check_settings, run_check
+from statemeta.harness.check import KeepGoing, Progress, check_settings, run_check
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
+from statemeta.tdengine.build import build
 
 IN_PROCESS_GOAL = 1_000.0
 SUBPROCESS_GOAL = 500.0
@@ -83,6 +92,52 @@ def _check_rate(sut: Adapter, level: int, examples: int, steps: int) -> float:
     return report.steps / report.seconds
 
 
+def _keep_going_rate(sut: Adapter, level: int, examples: int, steps: int) -> float:
+    """A ``check --semantics seed --keep-going --no-directed`` run's steps per second."""
+    with tempfile.TemporaryDirectory(prefix="statemeta-bench-") as home:
+        report = run_check(
+            sut,
+            level=level,
+            hypothesis_settings=check_settings(examples, steps),
+            sut_label="bench",
+            seed_value=0,
+            semantics="seed",
+            keep_going=KeepGoing(Path(home) / "t.json"),
+            directed=False,
+        )
+    return report.steps / report.seconds
+
+
+def _tdengine_rows(examples: int, steps: int, repeats: int) -> list[dict[str, Any]]:
+    """The compiled C at level 2 beside the reference served as seed, both in this run; no
+    row (and a line on stderr) without a TDengine tree."""
+    beside = Path(__file__).resolve().parents[2] / "shared/tdengine/63494de7"
+    tree = Path(os.environ.get("STATEMETA_TDENGINE_SRC") or beside)
+    if not tree.is_dir():
+        print(f"bench harness: no TDengine tree at {tree} (set STATEMETA_TDENGINE_SRC): "
+              "the compiled C's row is left out", file=sys.stderr)  # fmt: skip
+        return []
+    build(tree)  # once, before timing
+    measures = {}
+    for name, command in (
+        ("c", f"{sys.executable} -m statemeta tdengine serve --src {tree}"),
+        ("ref", f"{sys.executable} -m statemeta.serve --semantics seed"),
+    ):
+        with SubprocessAdapter(command) as served:
+            served.hello()
+            measures[name] = _median(partial(_keep_going_rate, served, 2, examples, steps),
+                                     repeats)  # fmt: skip
+    return [{
+        "name": "TDengine's compiled C over the protocol, level 2 (seed, --keep-going)",
+        "value": measures["c"],
+        "unit": "steps/s",
+        "baseline": "ref (seed) over the protocol, level 2, the same run",
+        "baseline_value": measures["ref"],
+        "ratio": measures["c"] / measures["ref"],
+        "goal": "",
+    }]  # fmt: skip
+
+
 def _median(measure: Callable[[], float], repeats: int) -> float:
     return statistics.median(measure() for _ in range(repeats))
 
@@ -126,7 +181,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
                     f">= {SUBPROCESS_GOAL:,.0f} steps/s",
                 )
             )
-    return rows
+    return rows + _tdengine_rows(examples, 20, repeats)
 
 
 def main() -> None:

@@ -62,6 +62,11 @@ class Profile:
         """The intended semantics, but for ``switches``."""
         return cls(frozenset(switches))
 
+    def flipped(self, switches: frozenset[Switch]) -> Profile:
+        """This profile with ``switches`` going the other way (``check --keep-going`` asks
+        which switches explain a divergence)."""
+        return Profile(self.seed_switches ^ switches)
+
     @staticmethod
     def divergence(switch: Switch) -> Divergence:
         """The row of spec/divergences.toml for ``switch``."""

@@ -13,8 +13,10 @@ divergence is named by where it shows (``Mask``): the operation, and ``at``, one
 The operation ``start`` names the views right after the protocol's ``start``, before any
 operation. A run finds a divergence, shrinks it, writes its trace, masks it and searches on;
 a divergence a mask covers is not reported again, and a view difference that an earlier step
-made and this step left as it was is not this step's (statemeta.harness.machine). The machine
-and the traces import ``Mask``; the check command fills the ``Catalogue``.
+made and this step left as it was is not this step's (statemeta.harness.machine). Each entry
+names the switches of spec/divergences.toml that explain it (statemeta.harness.explain), and
+the catalogue groups the entries by them. The machine and the traces import ``Mask``; the
+check command fills the ``Catalogue``.
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ class Entry:
     trace: Path
     steps: int
     """The operations of the (shrunk) trace."""
+    explained_by: tuple[str, ...] = ()
+    """The smallest set of switches whose flip makes the trace pass (statemeta.harness.explain);
+    empty: none explains it."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +81,7 @@ class Entry:
             "sut": self.sut,
             "trace": str(self.trace),
             "steps": self.steps,
+            "explained_by": list(self.explained_by),
         }
 
 
@@ -102,8 +108,20 @@ class Catalogue:
                 f"  {number}. {e.mask.op} {e.mask.at}: reference {compact(e.reference)}, "
                 f"implementation {compact(e.sut)}"
             )
-            out.append(f"     {e.trace} ({e.steps} steps)")
-        return out
+            explained = ", ".join(e.explained_by) or "unexplained"
+            out.append(f"     {e.trace} ({e.steps} steps); explained by: {explained}")
+        return out + self._groups()
+
+    def _groups(self) -> list[str]:
+        """The entries grouped by the switches that explain them, the unexplained last."""
+        groups: dict[str, list[int]] = {}
+        for number, e in enumerate(self.entries, 1):
+            groups.setdefault(" + ".join(e.explained_by) or "unexplained", []).append(number)
+        unexplained = groups.pop("unexplained", None)
+        listed = [*sorted(groups.items()), *([("unexplained", unexplained)] if unexplained else [])]
+        return ["by switch:"] + [
+            f"  {name}: {', '.join(map(str, numbers))}" for name, numbers in listed
+        ]
 
 
 def numbered_path(path: Path, number: int) -> Path:

@@ -37,6 +37,7 @@ from statemeta.harness.directed import (
     load_corpus,
     run_directed,
 )
+from statemeta.harness.explain import explained_by
 from statemeta.harness.machine import Divergence, Step, build_machine, run_machine
 from statemeta.harness.minimize import minimize, without_shrinking
 from statemeta.harness.observation import Observation
@@ -252,7 +253,8 @@ def run_check(
         path = numbered_path(keep_going.trace_out, len(catalogue.entries) + 1)
         write_trace(trace, path)
         catalogue.entries.append(Entry(first.mask, trace.failure.kind, first.reference,
-                                       first.sut, path, len(trace.steps)))
+                                       first.sut, path, len(trace.steps),
+                                       explained_by(trace, sut)))
         full = len(catalogue.entries) == keep_going.max_divergences
         if full:
             trace = None

@@ -488,7 +488,7 @@ class _Machine(RuleBasedStateMachine):
                 raise self._divergence(found, None) from e
         self.steps.append(Step(op, ref_result, sut_result))
         self.ref_view = self.reference.view()
-        durable = self.level > 1 and self.reference.semantics is Semantics.INTENDED
+        durable = self.level > 1 and self.reference.profile == Semantics.INTENDED.profile
         if durable:
             self.model.step(op, ref_result, before, self.ref_view)
             problem = _check_durable(self.reference, self.model, op)

@@ -82,7 +82,7 @@ from statemeta.meta import (
 from statemeta.meta.core import TASK_TABLE
 from statemeta.meta.persist import dropped_at_load
 from statemeta.roles import RoleEvent, role_row
-from statemeta.semantics import Semantics
+from statemeta.semantics import Semantics, Switch
 from statemeta.store import (
     FAULT_OPS,
     FaultOp,
@@ -180,6 +180,7 @@ class ReferenceAdapter:
         semantics: Semantics | str = Semantics.INTENDED,
         observe: Sequence[str] | None = None,
         outcomes: str = "full",
+        flipped: frozenset[Switch] = frozenset(),
     ) -> None:
         if variant is not None and variant not in VARIANTS:
             raise MisuseError(f"no variant {variant!r}; variants are {sorted(VARIANTS)}")
@@ -189,6 +190,8 @@ class ReferenceAdapter:
         )
         """What it declares and reports (``serve --observe``); None: everything."""
         self.semantics = Semantics.of(semantics)
+        self.profile = self.semantics.profile.flipped(flipped)
+        """What it follows: ``semantics`` but for the switches ``flipped``."""
         self.backend = backend
         self.check_invariants = check_invariants
         self.coverage = Coverage()
@@ -227,7 +230,7 @@ class ReferenceAdapter:
         self._accepted = accepted
         if level == 1:
             lifecycle = self._meta_class().lifecycle_class  # a lifecycle variant's too
-            self._lifecycles = {s.name: lifecycle(semantics=self.semantics) for s in TASK_POOL}
+            self._lifecycles = {s.name: lifecycle(semantics=self.profile) for s in TASK_POOL}
             self._listen()
             return
         if self.backend == "lmdb":
@@ -521,7 +524,7 @@ class ReferenceAdapter:
             clock=self._clock,
             transport=self._transport,
             check_invariants=self.check_invariants,
-            semantics=self.semantics,
+            semantics=self.profile,
         )
         if isinstance(meta, ObservedStreamMeta):
             meta.coverage = self.coverage

@@ -45,10 +45,14 @@ class Driver:
     """One running driver: a fresh instance of TDengine's code, in a directory of its own."""
 
     def __init__(self, executable: Path) -> None:
+        self.executable = executable
         self.home = tempfile.TemporaryDirectory(prefix="statemeta-tdengine-")
+        self._spawn()
+
+    def _spawn(self) -> None:
         self._stderr = open(Path(self.home.name) / "stderr", "w+")  # noqa: SIM115 (kept open)
         self._process = subprocess.Popen(
-            [str(executable)],
+            [str(self.executable)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -77,12 +81,22 @@ class Driver:
         self._stderr.seek(0)
         raise CompiledCodeFault(finding_of(self._stderr.read(), returncode), operation)
 
+    def crash(self) -> None:
+        """Kills the child as a crash does (no close: the open transaction, the timers and the
+        planned faults die with it) and starts a fresh one in the same directory, whose meta
+        files hold the last commit."""
+        self._end()
+        self._spawn()
+
     def close(self) -> None:
         """Ends the child (calls still waiting in the C end with it) and removes its files."""
+        self._end()
+        self.home.cleanup()
+
+    def _end(self) -> None:
         if self._process.poll() is None:
             self._process.kill()
         self._process.wait()
         for stream in (self._process.stdin, self._process.stdout, self._stderr):
             if stream is not None:
                 stream.close()
-        self.home.cleanup()

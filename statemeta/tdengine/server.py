@@ -1,4 +1,4 @@
-"""``statemeta tdengine serve``: TDengine's compiled code behind protocol 2.
+"""``statemeta tdengine serve``: TDengine's compiled code behind protocol 2, at levels 1-3.
 
 It declares ``semantics: seed`` and observes only what the C keeps: at level 1, per task, the
 state machine's ``status``, active transition, waiting list and ``prev`` (no saved stack: the
@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from statemeta.errors import CompiledCodeFault
 from statemeta.harness.adapter import PROTOCOL_VERSION
 from statemeta.harness.serve import ProtocolError
+from statemeta.store import FAULT_OPS
 from statemeta.tdengine.driver import Driver
 from statemeta.tdengine.sources import SEED_COMMIT
 
@@ -90,6 +91,9 @@ class TDengineServer:
         self.executable = executable
         self.driver: Driver | None = None
         self.slots: list[str] = []
+        self.setup: list[str] = []
+        """The lines that set the driver up (open the meta, the slots' records): a crash's
+        fresh child gets them again."""
         self.level = 0
 
     def hello(self, protocol: object) -> dict[str, Any]:
@@ -98,22 +102,27 @@ class TDengineServer:
         return {
             "protocol": PROTOCOL_VERSION,
             "name": f"TDengine {SEED_COMMIT[:8]} stream code, compiled (statemeta tdengine)",
-            "levels": [1, 2],
+            "levels": [1, 2, 3],
             "semantics": "seed",
-            "observes": {"1": {"view": [], "tasks": LEVEL1_OBSERVED}, "2": LEVEL2_OBSERVED},
+            "observes": {
+                "1": {"view": [], "tasks": LEVEL1_OBSERVED},
+                "2": LEVEL2_OBSERVED,
+                "3": LEVEL2_OBSERVED,
+            },
             "outcomes": "ok_rejected",
             "results": RESULTS,
             "sets": SETS,
         }
 
     def start(self, level: object, pool: object) -> None:
-        if level not in (1, 2):
-            raise ProtocolError("unsupported_level", f"level {level!r}; levels are [1, 2]")
+        if level not in (1, 2, 3):
+            raise ProtocolError("unsupported_level", f"level {level!r}; levels are [1, 2, 3]")
         if not isinstance(pool, list):
             raise ProtocolError("bad_args", "start needs a pool (a list of slots)")
         self.stop()
         driver = self.driver = Driver(self.executable)
-        driver.ask(f"meta {level} {driver.meta_dir}", "start")
+        self.setup = [f"meta {level} {driver.meta_dir}"]
+        driver.ask(self.setup[0], "start")
         self.level = int(level)
         self.slots = []
         for index, slot in enumerate(pool):
@@ -122,11 +131,11 @@ class TDengineServer:
             fill = int(bool(slot["fill_history"]))
             # level 1: every task waits for a downstream check, so init only starts
             dispatches = 1 if level == 1 else int(bool(slot["dispatches"]))
-            driver.ask(
+            self.setup.append(
                 f"task {index} {sid} {tid} {fill} {hsid} {htid} {ssid} {stid} {dispatches} "
-                f"{int(slot['trigger_param'])}",
-                "start",
+                f"{int(slot['trigger_param'])}"
             )
+            driver.ask(self.setup[-1], "start")
             self.slots.append(str(slot["slot"]))
 
     def stop(self) -> None:
@@ -140,9 +149,9 @@ class TDengineServer:
         return self.driver
 
     def view(self) -> dict[str, Any]:
-        if self.level == 2:
+        if self.level > 1:
             seen = json.loads(self._driver("view").ask("view2", "view"))
-            return {"level": 2, **seen, "map_ids": sorted(seen["map_ids"])}
+            return {"level": self.level, **seen, "map_ids": sorted(seen["map_ids"])}
         fields = self._driver("view").ask("view1", "view").split(" | ")[1:]
         tasks = []
         for entry in fields:
@@ -167,7 +176,7 @@ class TDengineServer:
 
     def call(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
         driver = self._driver(op)
-        if self.level == 2:
+        if self.level > 1:
             return self._meta_call(driver, op, args)
         if op not in _LEVEL1_OPS:
             raise ProtocolError("unknown_op", f"no operation {op!r} at level 1")
@@ -199,8 +208,13 @@ class TDengineServer:
             arg = int(bool(args["ready"]))
         elif "checkpoint" in args:
             arg = int(args["checkpoint"])
+        elif op == "fail_next":
+            arg = FAULT_OPS.index(args["op"])
         described = f"{op}({', '.join(f'{k}={v}' for k, v in sorted(args.items()))})"
-        answer = driver.ask(f"mo {slot} {op} {arg}", described)
+        if op in ("crash_reopen", "corrupt_record"):
+            self._crash(driver, described)
+        line = "mo -1 load_all 0" if op == "crash_reopen" else f"mo {slot} {op} {arg}"
+        answer = driver.ask(line, described)
         result: dict[str, Any] = {"ok": _meta_result(op, answer)}
         if answer == _NOT_MAPPED:
             result = {"error": "UnknownTaskError"}
@@ -208,6 +222,14 @@ class TDengineServer:
         if sent:
             result["heartbeats"] = sent
         return result
+
+    def _crash(self, driver: Driver, described: str) -> None:
+        """A crash (level 3): a fresh child in the same directory, set up again, its meta
+        opened on the last commit (a torn record is then committed by the driver's
+        corrupt_record, which reopens and loads as crash_reopen's load_all does)."""
+        driver.crash()
+        for line in self.setup:
+            driver.ask(line, described)
 
     def respond(self, line: str) -> dict[str, Any]:
         request_id: object = None
@@ -249,7 +271,8 @@ def _meta_result(op: str, answer: str) -> object:
         return answer == "1"
     if op == "update_stage_role":
         return ("uninit", "leader", "follower")[int(answer) - 1]
-    if op in ("load_all", "start_all", "start_one", "stop_all", "latest_checkpoint_id"):
+    if op in ("load_all", "start_all", "start_one", "stop_all", "latest_checkpoint_id",
+              "close_reopen", "crash_reopen", "corrupt_record"):  # fmt: skip
         return int(answer)
     return None
 

@@ -122,6 +122,7 @@ int32_t tdbOpen(const char* dbname, int pageSize, int cacheSize, TDB** ppDb, int
 
 int32_t tdbClose(TDB* db) {
   if (db == NULL) return 0;
+  memset(failNext, 0, sizeof(failNext)); /* a planned fault belongs to the open store */
   free(db->txn);
   free(db);
   return 0;
