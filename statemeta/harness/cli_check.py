@@ -52,6 +52,7 @@ from statemeta.harness.concurrent_run import (
 )
 from statemeta.harness.linearizability import Outcome as LinOutcome
 from statemeta.harness.linearizability import format_verdict
+from statemeta.harness.meter import Meter
 from statemeta.harness.observation import Observation
 from statemeta.harness.operations import LEVELS
 from statemeta.harness.reference import ReferenceAdapter
@@ -359,6 +360,7 @@ def _check_concurrent(args: argparse.Namespace, seed_value: int) -> int:
             level=args.level,
             clients=args.concurrent,
             ops=args.steps,
+            checked=Meter(sys.stderr, args.examples, "histories").tick,
         )
     if received:
         return _interrupted(received, args.sut)
