@@ -30,6 +30,7 @@ from statemeta.explore.cluster import DaskCluster, connect
 from statemeta.explore.coverage import format_report, invariant_ids, report, rows_of
 from statemeta.explore.search import Counterexample, Exploration, Stats, Violation, explore
 from statemeta.harness.campaign import run_campaign
+from statemeta.harness.check import Progress
 from statemeta.harness.coverage_model import rows_lines
 from statemeta.harness.variants import VARIANTS
 from statemeta.json_output import json_text
@@ -350,7 +351,9 @@ def run_verify(args: argparse.Namespace) -> int:
         write_findings(result, doc, trace, trace_dir)
         results.append(result)
         docs.append(doc)
-    campaign = run_campaign(args.examples, args.steps, semantics=args.semantics)
+    # the campaign's progress on stderr (a minute or more of silence otherwise)
+    campaign = run_campaign(args.examples, args.steps, semantics=args.semantics, progress=Progress(
+        None if args.quiet or args.json else sys.stderr, interval=10.0))
     campaign_doc = campaign.to_json()
     steps, failure = campaign.steps, campaign.failure
     ok = all(r.counterexample is None for r in results) and failure is None

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import functools
 import random
-import shlex
 import signal
 import sys
 import time
@@ -53,6 +52,7 @@ from statemeta.harness.concurrent_run import (
 )
 from statemeta.harness.linearizability import Outcome as LinOutcome
 from statemeta.harness.linearizability import format_verdict
+from statemeta.harness.meter import Meter
 from statemeta.harness.observation import Observation
 from statemeta.harness.operations import LEVELS
 from statemeta.harness.reference import ReferenceAdapter
@@ -62,6 +62,7 @@ from statemeta.harness.trace import (
     format_trace,
     read_trace,
     replay,
+    replay_command,
     write_trace,
 )
 from statemeta.interrupts import exit_code, interruptible
@@ -258,16 +259,15 @@ def run_check_command(args: argparse.Namespace) -> int:
         print(line, file=out)
     if report.coverage is not None:
         print("\n".join(report.coverage.lines()), file=out)
-    replay_it = f"--sut {shlex.quote(args.sut)} --semantics {args.semantics}"
     if report.catalogue is not None:
         print("\n".join(report.catalogue.lines()), file=out)
         if report.catalogue.entries:
-            print(f"replay one: statemeta replay {report.catalogue.entries[0].trace} {replay_it}",
-                  file=out)
+            first = report.catalogue.entries[0].trace
+            print(f"replay one: {replay_command(first, args.sut, args.semantics)}", file=out)
     if report.trace is not None:
         print(format_trace(report.trace), file=out)
         print(f"\nNOT conformant ({summary}); trace written to {args.trace_out}", file=out)
-        print(f"replay it: statemeta replay {args.trace_out} {replay_it}", file=out)
+        print(f"replay it: {replay_command(args.trace_out, args.sut, args.semantics)}", file=out)
     elif failed:
         print(f"NOT conformant ({summary})", file=out)
     else:
@@ -372,6 +372,7 @@ def _check_concurrent(args: argparse.Namespace, seed_value: int) -> int:
             level=args.level,
             clients=args.concurrent,
             ops=args.steps,
+            checked=Meter(sys.stderr, args.examples, "histories").tick,
         )
     if received:
         return _interrupted(received, args.sut)
@@ -456,9 +457,7 @@ def _not_run(recorded: Trace, args: argparse.Namespace) -> int:
     """Replay without ``--sut``: a trace is untrusted input (it comes with bug reports), so the
     command it records is shown, with the line that runs it, and never run (control characters
     shown escaped, so the trace cannot drive the terminal)."""
-    line = f"statemeta replay {shlex.quote(str(args.trace))} --sut {shlex.quote(recorded.sut)}"
-    if args.semantics:
-        line += f" --semantics {args.semantics}"
+    line = replay_command(args.trace, recorded.sut, args.semantics or None)
     print(
         f"not run: replay runs only a command given with --sut (a trace is untrusted input); "
         f"{_shown(str(args.trace))} records the command: {_shown(recorded.sut)}\n"

@@ -327,9 +327,11 @@ def hunt(
     ops: int = DEFAULT_OPS,
     rounds: int = DEFAULT_ROUNDS,
     tasks: Sequence[str] = DEFAULT_TASKS,
+    checked: Callable[[], None] | None = None,
 ) -> Hunt:
     """Record and check up to ``histories`` runs (seeds ``seed``, ``seed + 1``, ...) on fresh
-    targets (the run's options as ``run_concurrent``'s); stop at the first that is not
+    targets (the run's options as ``run_concurrent``'s; ``checked`` is called after each run's
+    check, a progress meter's tick); stop at the first that is not
     linearizable, breaks an invariant (intended semantics only: the seed breaks some on purpose,
     spec/divergences.md) or raises. A run whose check runs out of budget (UNKNOWN) does not
     count as a failure."""
@@ -340,6 +342,8 @@ def hunt(
             tasks=tasks,
         )
         verdict = check_run(run, semantics=semantics, budget=budget)
+        if checked is not None:
+            checked()
         if verdict.outcome is Outcome.NOT_LINEARIZABLE:
             return Hunt(index + 1, run, verdict)
         if run.errors or (run.violations and keeps_invariants):

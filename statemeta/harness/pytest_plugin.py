@@ -1,10 +1,13 @@
-"""The pytest plugin: ``pytest --statemeta-sut "CMD"`` runs the conformance check as one test.
+"""The pytest plugin's test: ``pytest --statemeta-sut "CMD"`` runs the conformance check as one
+test, ``statemeta::conformance[level N]`` (the options and the hook that adds it are in the
+tiny entry-point module statemeta_pytest, which imports this one only when the option is given).
 
 The run is sized by the Hypothesis profile in use (``max_examples``, ``stateful_step_count``,
 ``derandomize``) unless ``--statemeta-examples`` / ``--statemeta-steps`` say otherwise; a
-failure shows the trace as a table and writes it to ``--statemeta-trace-out``. For Python
-implementations, ``conformance_test(factory)`` turns a factory of in-process adapters into a
-test function (``test_my_meta = conformance_test(MyAdapter, level=2)``).
+failure shows the trace as a table, writes it to ``--statemeta-trace-out`` and prints the
+``statemeta replay`` line that runs it again. For Python implementations,
+``conformance_test(factory)`` turns a factory of in-process adapters into a test function
+(``test_my_meta = conformance_test(MyAdapter, level=2)``).
 """
 
 from __future__ import annotations
@@ -15,54 +18,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from statemeta.cli_args import command_line, int_in, output_file, positive_int, seconds
 from statemeta.errors import SutError
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.check import CheckReport, run_check
-from statemeta.harness.operations import LEVELS
 from statemeta.harness.subprocess_adapter import SubprocessAdapter
-from statemeta.harness.trace import format_trace, write_trace
+from statemeta.harness.trace import format_trace, replay_command, write_trace
 from statemeta.semantics import Semantics
 
-__all__ = [
-    "ConformanceItem",
-    "conformance_test",
-    "pytest_addoption",
-    "pytest_collection_modifyitems",
-]
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("statemeta", "conformance of an implementation to statemeta")
-    group.addoption(
-        "--statemeta-sut",
-        type=command_line,
-        metavar="CMD",
-        help="check this implementation's command",
-    )
-    group.addoption(
-        "--statemeta-level", type=int_in(min(LEVELS), max(LEVELS)), default=2, choices=LEVELS,
-        help="default: 2",
-    )
-    group.addoption(
-        "--statemeta-semantics",
-        default=Semantics.INTENDED.value,
-        choices=[s.value for s in Semantics],
-        help="the reference's semantics (default: %(default)s)",
-    )
-    group.addoption("--statemeta-timeout", type=seconds, default=5.0, help="seconds per response")
-    group.addoption(
-        "--statemeta-examples", type=positive_int, help="default: the profile's max_examples"
-    )
-    group.addoption(
-        "--statemeta-steps", type=positive_int, help="default: the profile's step count"
-    )
-    group.addoption(
-        "--statemeta-trace-out",
-        type=output_file,
-        default=Path("statemeta-trace.json"),
-        help="where a failure's trace goes (default: %(default)s)",
-    )
+__all__ = ["ConformanceItem", "conformance_test"]
 
 
 def _settings(examples: int | None = None, steps: int | None = None) -> settings:
@@ -80,13 +43,17 @@ def _settings(examples: int | None = None, steps: int | None = None) -> settings
     return sized
 
 
-def _fail(report: CheckReport, trace_out: Path | None) -> None:
+def _fail(report: CheckReport, written: tuple[Path, str, str] | None) -> None:
+    """A failure with the trace; ``written``: (file, command, semantics) the trace is written
+    to and the replay line runs."""
     if report.trace is None:
         return
     where = ""
-    if trace_out is not None:
+    if written is not None:
+        trace_out, command, semantics = written
         write_trace(report.trace, trace_out)
-        where = f"\ntrace written to {trace_out}"
+        where = (f"\ntrace written to {trace_out}\n"
+                 f"replay it: {replay_command(trace_out, command, semantics)}")
     pytest.fail(f"not conformant:\n{format_trace(report.trace)}{where}", pytrace=False)
 
 
@@ -114,23 +81,10 @@ class ConformanceItem(pytest.Item):
                 sut_label=self.command,
                 semantics=option.statemeta_semantics,
             )
-        _fail(report, option.statemeta_trace_out)
+        _fail(report, (option.statemeta_trace_out, self.command, option.statemeta_semantics))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"statemeta conformance of {self.command!r} at level {self.level}"
-
-
-def pytest_collection_modifyitems(
-    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
-) -> None:
-    command = config.getoption("statemeta_sut")
-    if command:
-        level = config.getoption("statemeta_level")
-        items.append(
-            ConformanceItem.from_parent(
-                session, name=f"statemeta-conformance[level-{level}]", command=command, level=level
-            )
-        )
 
 
 def conformance_test(

@@ -377,7 +377,11 @@ class ReferenceAdapter:
     # -- the operations: each row of the operation table names its method (``handler``) -----
 
     def do_handle(self, op: Op) -> Outcome:
-        return self.lifecycle(task_slot(op).name).handle(_event(op))
+        """Also counts the attached row an event is queued by (it never shows as a change)."""
+        lifecycle = self.lifecycle(task_slot(op).name)
+        event = _event(op)
+        before = lifecycle.status
+        return self._queued(before, event, lifecycle.handle(event))
 
     def do_complete(self, op: Op) -> Outcome:
         return self.lifecycle(task_slot(op).name).complete(_event(op))
@@ -419,11 +423,7 @@ class ReferenceAdapter:
         stream_id, task_id = _ids(op)
         event = _event(op)
         before = self.meta.status(stream_id, task_id)
-        outcome = self.meta.handle_event(stream_id, task_id, event)
-        row = transition_row(before, event)
-        if outcome is Outcome.PENDING and row is not None:
-            self.coverage.add_row(row)
-        return outcome
+        return self._queued(before, event, self.meta.handle_event(stream_id, task_id, event))
 
     def do_complete_event(self, op: Op) -> Outcome:
         return self.meta.complete_event(*_ids(op), _event(op))
@@ -544,6 +544,13 @@ class ReferenceAdapter:
     def _heard(self, lifecycle: TaskLifecycle, change: StatusChange) -> None:
         if change.row is not None:
             self.coverage.add_row(change.row)
+
+    def _queued(self, before: TaskStatus, event: TaskEvent, outcome: Outcome) -> Outcome:
+        """``outcome``, its attached row counted when the event was queued in ``before``."""
+        row = transition_row(before, event)
+        if outcome is Outcome.PENDING and row is not None:
+            self.coverage.add_row(row)
+        return outcome
 
     def _before(self, op: Op) -> Before:
         """What the classes of ``op``'s call read of the state before it."""

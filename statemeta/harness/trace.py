@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -55,6 +56,7 @@ __all__ = [
     "format_trace",
     "read_trace",
     "replay",
+    "replay_command",
     "result_text",
     "sut_error_trace",
     "write_trace",
@@ -227,6 +229,13 @@ def write_trace(trace: Trace, path: Path) -> None:
     implementation answers is read strictly (statemeta.harness.wire), so none reaches here."""
     text = json.dumps(trace.to_json(), indent=2, allow_nan=False, ensure_ascii=True)
     path.write_text(text + "\n", encoding="utf-8")
+
+
+def replay_command(trace: Path | str, sut: str, semantics: str | None) -> str:
+    """The ``statemeta replay`` line that runs ``trace`` against ``sut`` again (quoted for a
+    POSIX shell), what every failure prints."""
+    line = f"statemeta replay {shlex.quote(str(trace))} --sut {shlex.quote(sut)}"
+    return line if semantics is None else f"{line} --semantics {semantics}"
 
 
 def read_trace(path: Path) -> Trace:

@@ -19,6 +19,7 @@ from statemeta.codec import decode_hb, decode_task, decode_task_key
 from statemeta.codec.vectors import to_jsonable
 from statemeta.errors import DecodeError, IncompatibleVersionError, KeyLengthError
 from statemeta.json_output import json_text
+from statemeta.tools.ids import ID_FORMATS
 
 __all__ = ["COMMANDS", "LAYOUTS", "MAX_INPUT", "decode_fields", "read_input"]
 
@@ -57,14 +58,16 @@ def decode_fields(layout: str, data: bytes) -> Any:
     return LAYOUTS[layout](read_input(data))
 
 
-def _flatten(value: Any, prefix: str) -> list[str]:
+def _flatten(value: Any, prefix: str, name: str = "") -> list[str]:
+    """One ``path = value`` line per field; ``name``: the field's own name (ids by ID_FORMATS)."""
     if isinstance(value, dict):
-        return [line for k, v in value.items() for line in _flatten(v, f"{prefix}.{k}")]
+        return [line for k, v in value.items() for line in _flatten(v, f"{prefix}.{k}", k)]
     if isinstance(value, list):
         if not value:
             return [f"{prefix.lstrip('.')} = []"]
         return [line for i, v in enumerate(value) for line in _flatten(v, f"{prefix}[{i}]")]
-    return [f"{prefix.lstrip('.')} = {value!r}"]
+    shown = ID_FORMATS[name](value) if name in ID_FORMATS and type(value) is int else repr(value)
+    return [f"{prefix.lstrip('.')} = {shown}"]
 
 
 def configure_decode(parser: argparse.ArgumentParser) -> None:

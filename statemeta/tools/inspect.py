@@ -10,7 +10,6 @@ StoreError naming it (the command: one line on stderr, exit 1).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -23,10 +22,12 @@ from statemeta.codec import (
     latest_checkpoint_id,
 )
 from statemeta.errors import DecodeError, IncompatibleVersionError, KeyLengthError, StoreError
+from statemeta.json_output import json_text
 from statemeta.meta.core import TASK_TABLE
 from statemeta.store import LmdbStore
 from statemeta.store.protocol import DamagedValue, check_value
 from statemeta.tables import TaskStatus
+from statemeta.tools.ids import stream_id_text, task_id_text
 
 __all__ = ["COMMANDS", "BadRecord", "Inspection", "StoredTask", "inspect_meta"]
 
@@ -116,12 +117,15 @@ def _name(enum_type: type[TaskLevel] | type[TaskStatus], value: int) -> str:
         return f"unknown({value})"
 
 
+def _id_text(task: tuple[int, int]) -> str:
+    return f"{stream_id_text(task[0])}/{task_id_text(task[1])}"
+
+
 def _line(t: StoredTask) -> str:
     return (
-        f"stream=0x{t.stream_id & (2**64 - 1):016x} task=0x{t.task_id & (2**32 - 1):08x}"
+        f"stream={stream_id_text(t.stream_id)} task={task_id_text(t.task_id)}"
         f" level={_name(TaskLevel, t.level)} fill_history={t.fill_history}"
-        f" h_task={t.h_task_id[0]:#x}/{t.h_task_id[1]:#x}"
-        f" stream_task={t.stream_task_id[0]:#x}/{t.stream_task_id[1]:#x}"
+        f" h_task={_id_text(t.h_task_id)} stream_task={_id_text(t.stream_task_id)}"
         f" status={_name(TaskStatus, t.status)} ver={t.version}"
         f" checkpoint={t.checkpoint_id}@{t.checkpoint_ver} size={t.value_size}"
     )
@@ -140,7 +144,7 @@ def run_inspect(args: argparse.Namespace) -> int:
         print(f"statemeta inspect: cannot read {args.path}: {e}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(attrs.asdict(found), indent=2))
+        print(json_text(attrs.asdict(found)))
         return 0
     print(f"{found.path}: {len(found.tasks)} tasks, {len(found.bad_records)} undecodable records")
     for task in found.tasks:

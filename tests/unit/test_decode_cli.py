@@ -16,6 +16,7 @@ from test_json_output import strict_loads
 
 from statemeta.cli import main
 from statemeta.codec import HbMsg, TaskStatusEntry, encode_hb
+from statemeta.json_output import json_text, strict_json
 from statemeta.tools.decode import MAX_INPUT
 
 VECTORS = Path(__file__).resolve().parents[2] / "spec" / "vectors"
@@ -52,18 +53,19 @@ def test_decode_hb_prints_each_vector_fields(
     )
     code, out, _ = _decode(capsys, "hb", str(hex_file), "--json")
     assert code == 0
-    assert json.loads(out) == doc["decoded"]
+    assert json.loads(out) == strict_json(doc["decoded"])
     code, out, _ = _decode(capsys, "hb", str(hex_file))
     assert code == 0
     assert f"vg_id = {doc['decoded']['vg_id']}" in out.splitlines()
     for i, entry in enumerate(doc["decoded"]["entries"]):
-        assert f"entries[{i}].stream_id = {entry['stream_id']}" in out.splitlines()
+        assert f"entries[{i}].stream_id = 0x{entry['stream_id']:016x}" in out.splitlines()
+        assert f"entries[{i}].task_id = 0x{entry['task_id']:08x}" in out.splitlines()
         assert f"entries[{i}].checkpoint_trans_id = {entry['checkpoint_trans_id']}" in out
     raw_file = tmp_path / "hb.bin"
     raw_file.write_bytes(bytes.fromhex(doc["hex"]))
     assert (
         _decode(capsys, "hb", str(raw_file), "--json")[1]
-        == json.dumps(doc["decoded"], indent=2) + "\n"
+        == json_text(doc["decoded"]) + "\n"
     )
 
 
@@ -75,7 +77,7 @@ def test_task_and_key_from_stdin(
         monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(doc["hex"].encode())))
         code, out, _ = _decode(capsys, layout, "-", "--json")
         assert code == 0
-        assert json.loads(out) == doc["decoded"]
+        assert json.loads(out) == strict_json(doc["decoded"])
 
 
 @pytest.mark.parametrize(
@@ -134,7 +136,7 @@ def test_options_go_before_or_after_the_file(
     for argv in (["hb", "--json", str(path)], ["--json", "hb", path], ["hb", path, "--json"]):
         code, out, err = _decode(capsys, *map(str, argv))
         assert (code, err) == (0, ""), argv
-        assert json.loads(out) == doc["decoded"], argv
+        assert json.loads(out) == strict_json(doc["decoded"]), argv
 
 
 def test_json_output_is_rfc_8259_for_non_finite_doubles(
@@ -193,4 +195,23 @@ def test_input_at_the_limit_is_read(
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(bytes.fromhex(key["hex"]))))
     code, out, err = _decode(capsys, "key", "-", "--json")
     assert (code, err) == (0, "")
-    assert json.loads(out) == key["decoded"]
+    assert json.loads(out) == strict_json(key["decoded"])
+
+
+def test_ids_print_as_inspect_prints_them_and_json_keeps_int64_exact(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream id in hex of its 64 bits, a task id of its 32 (a negative key shows its
+    two's complement); in JSON an id past 2^53 is its decimal string, which a reader using
+    doubles (jq, JavaScript) cannot round."""
+    key = _vector("task_key_negative.json")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(key["hex"].encode())))
+    code, out, _ = _decode(capsys, "key", "-")
+    assert code == 0
+    assert out.splitlines() == ["stream_id = 0xfffffffffffffffe", "task_id = 0xffffffff"]
+    hb = _vector("heartbeat_1.json")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(hb["hex"].encode())))
+    code, out, _ = _decode(capsys, "hb", "-", "--json")
+    entry = json.loads(out)["entries"][0]
+    assert entry["stream_id"] == str(hb["decoded"]["entries"][0]["stream_id"])
+    assert entry["task_id"] == hb["decoded"]["entries"][0]["task_id"]

@@ -34,6 +34,7 @@ from statemeta.harness.coverage_model import (
     classify,
     families_table,
     family_of,
+    row_class,
 )
 from statemeta.harness.directed import (
     CORPUS_BOUNDS,
@@ -250,3 +251,18 @@ def test_role_rows_are_missed_only_at_levels_that_have_roles(level: int) -> None
     """Level 1 drives one task's lifecycle: it has no role to change, so none is missed."""
     missed = CoverageReport(Counter(), load_corpus(level, "intended")).missed
     assert any(c.startswith("role:") for c in missed) is (level > 1)
+
+
+
+def test_level_1_counts_the_attached_rows_its_directed_phase_queues(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An attached row (CK -PAUSE-> PAUSE waits for READY) is taken when its event is queued:
+    level 1's corpora hold a path to each, and a level-1 check prints no missed line."""
+    attached = {row_class(r) for r in LIFECYCLE_ROWS if r.attach is not None}
+    for semantics in Semantics:
+        assert attached <= set(load_corpus(1, semantics).paths), semantics
+    code = main(["check", "--sut", SERVE, "--level", "1", "--seed", "5", "--examples", "1"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "coverage: " in captured.out and "missed:" not in captured.out

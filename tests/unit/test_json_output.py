@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from statemeta.cli import main
-from statemeta.json_output import json_text, strict_json
+from statemeta.json_output import MAX_SAFE_INTEGER, json_text, strict_json
 
 
 def strict_loads(text: str) -> Any:
@@ -51,3 +51,22 @@ def test_every_json_command_prints_strict_json(
 ) -> None:
     assert main(argv) == 0
     assert isinstance(strict_loads(capsys.readouterr().out), dict)
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        (MAX_SAFE_INTEGER, MAX_SAFE_INTEGER),
+        (-MAX_SAFE_INTEGER, -MAX_SAFE_INTEGER),
+        (MAX_SAFE_INTEGER + 1, str(MAX_SAFE_INTEGER + 1)),
+        (-(2**63), str(-(2**63))),
+        (2**64 - 1, str(2**64 - 1)),
+        (True, True),
+        (1.0e300, 1.0e300),
+    ],
+)
+def test_an_int_past_2_53_is_its_decimal_string(value: object, written: object) -> None:
+    """A reader holding numbers as doubles rounds past 2^53: such an int (an int64 id) is
+    written as a string; a bool or a float stays what it is."""
+    assert strict_json({"id": [value]}) == {"id": [written]}
+    assert json.loads(json_text(value)) == written

@@ -1,4 +1,5 @@
-"""The pytest plugin (``--statemeta-sut``) and the conformance_test API."""
+"""The pytest plugin (``--statemeta-sut``, entry point statemeta_pytest) and the
+conformance_test API."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+import statemeta_pytest
+from statemeta.harness.operations import LEVELS
 from statemeta.harness.pytest_plugin import conformance_test
 from statemeta.harness.reference import ReferenceAdapter
+from statemeta.semantics import Semantics
 
 SERVE = f"{sys.executable} -m statemeta.serve"
 
@@ -51,7 +55,7 @@ def test_the_plugin_runs_the_conformance_check(tmp_path: Path) -> None:
         "-v",
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "statemeta-conformance[level-2] PASSED" in done.stdout
+    assert "statemeta::conformance[level 2] PASSED" in done.stdout
 
 
 def test_the_plugin_fails_with_the_trace(tmp_path: Path) -> None:
@@ -70,6 +74,9 @@ def test_the_plugin_fails_with_the_trace(tmp_path: Path) -> None:
     assert "not conformant" in done.stdout
     assert "register(task=" in done.stdout
     assert (tmp_path / "statemeta-trace.json").exists()
+    replay = (f"replay it: statemeta replay statemeta-trace.json --sut '{SERVE} --variant "
+              "stream_count_counts_fill_history' --semantics intended")
+    assert replay in done.stdout
 
 
 def test_the_plugin_reports_an_implementation_it_cannot_run(tmp_path: Path) -> None:
@@ -81,7 +88,32 @@ def test_the_plugin_reports_an_implementation_it_cannot_run(tmp_path: Path) -> N
 def test_without_the_option_the_plugin_adds_nothing(tmp_path: Path) -> None:
     done = _pytest(tmp_path)
     assert done.returncode == 5  # no tests collected
-    assert "statemeta-conformance" not in done.stdout
+    assert "statemeta::conformance" not in done.stdout
+
+
+_IMPORTS_STATEMETA = """
+import sys
+
+def test_imports() -> None:
+    print("statemeta imported:", "statemeta" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("options", "imported"), [((), False), (("--statemeta-level=1",), True)])
+def test_the_plugin_imports_statemeta_only_when_one_of_its_options_is_given(
+    tmp_path: Path, options: tuple[str, ...], imported: bool
+) -> None:
+    """pytest loads the entry point in every run: without its options that costs no import
+    of the package (issue 32: 2.26 s against 1.26 s for a one-test project)."""
+    (tmp_path / "test_one.py").write_text(_IMPORTS_STATEMETA)
+    done = _pytest(tmp_path, "-s", *options)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"statemeta imported: {imported}" in done.stdout
+
+
+def test_the_entry_points_levels_and_semantics_are_the_harnesss() -> None:
+    assert statemeta_pytest.LEVELS == LEVELS
+    assert tuple(s.value for s in Semantics) == statemeta_pytest.SEMANTICS
 
 
 test_the_reference_conforms_in_process = conformance_test(
