@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from statemeta.cli_args import output_file
+from statemeta.cli_args import int_in, output_file
 
 __all__ = ["BENCHMARKS", "COMMANDS", "configure_bench", "run_bench"]
 
@@ -20,6 +20,10 @@ BENCHMARKS = (
 )
 """The benchmark modules (benchmarks/bench_<name>.py), in the order they run."""
 
+REPEATS = 3
+"""Runs of each module by default: the fewest that give a spread and a majority."""
+MAX_REPEATS = 100
+
 NOT_INSTALLED = (
     "statemeta bench: the benchmarks are not installed (benchmarks/ is not in the wheel);"
     " run them from a source checkout: pip install -e . && python -m benchmarks --quick"
@@ -28,7 +32,17 @@ NOT_INSTALLED = (
 
 def configure_bench(parser: argparse.ArgumentParser) -> None:
     """The options of both ``statemeta bench`` and ``python -m benchmarks``."""
-    parser.add_argument("--quick", action="store_true", help="small sizes: under a minute in all")
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes and few repeats inside each module"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int_in(1, MAX_REPEATS),
+        default=REPEATS,
+        metavar="N",
+        help=f"run each module N times, 1 to {MAX_REPEATS} (default {REPEATS}): the table "
+        "shows the median, the spread and in how many runs each goal was met",
+    )
     parser.add_argument(
         "--json",
         type=output_file,

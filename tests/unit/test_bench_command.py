@@ -14,7 +14,19 @@ from typing import Any
 import pytest
 
 from benchmarks import __main__ as bench_main
-from benchmarks._table import Goal, ModuleResult, Verdict, number, parse_goal, table_lines, verdict
+from benchmarks._table import (
+    WIDTH,
+    Goal,
+    ModuleResult,
+    Verdict,
+    combine,
+    confidence,
+    number,
+    parse_goal,
+    spread,
+    table_lines,
+    verdict,
+)
 from statemeta.cli import main as statemeta_main
 from statemeta.cli_bench import BENCHMARKS, NOT_INSTALLED
 
@@ -84,29 +96,84 @@ def test_number_keeps_three_significant_digits() -> None:
     ]
 
 
-def test_table_aligns_columns_and_names_errors() -> None:
+def _runs(name: str, goal: str, *pairs: tuple[float, float]) -> list[list[dict[str, Any]]]:
+    """One module's runs, each giving the measure ``name`` with a (value, ratio) pair."""
+    return [[{**_row(value, ratio, goal), "name": name}] for value, ratio in pairs]
+
+
+def test_a_measure_over_runs_is_their_median_with_every_run_kept() -> None:
+    (row,) = combine(_runs("m", "<= 1x", (10.0, 0.9), (14.0, 1.2), (12.0, 0.8)))
+    assert (row["value"], row["ratio"], row["baseline_value"]) == (12.0, 0.9, 2.0)
+    assert row["values"] == [10.0, 14.0, 12.0] and row["ratios"] == [0.9, 1.2, 0.8]
+    assert spread(row) == "±17%"  # (14 - 10) / 2 / 12
+
+
+@pytest.mark.parametrize(
+    ("pairs", "expected", "stated"),
+    [
+        (((1.0, 0.9), (1.0, 0.8), (1.0, 1.0)), Verdict.MET, "3/3"),
+        (((1.0, 1.1), (1.0, 1.2), (1.0, 1.3)), Verdict.NOT_MET, "0/3"),
+        (((1.0, 0.9), (1.0, 1.2), (1.0, 0.8)), Verdict.UNSURE, "2/3"),  # median met: unsure
+        (((1.0, 1.1), (1.0, 0.9)), Verdict.UNSURE, "1/2"),
+        (((1.0, 0.9),), Verdict.MET, "1/1"),
+    ],
+)
+def test_a_verdict_is_sure_only_when_every_run_agrees(
+    pairs: tuple[tuple[float, float], ...], expected: Verdict, stated: str
+) -> None:
+    (row,) = combine(_runs("m", "<= 1x", *pairs))
+    assert verdict(row) is expected and confidence(row) == stated
+
+
+def test_a_row_without_a_goal_states_no_confidence() -> None:
+    (row,) = combine(_runs("m", "", (1.0, 0.5), (2.0, 0.6)))
+    assert verdict(row) is Verdict.INFO and confidence(row) == ""
+    (single,) = combine(_runs("m", "<= 1x", (1.0, 0.5)))
+    assert spread(single) == "-"
+
+
+LONG_ROWS = [
+    {
+        "name": "check of the served reference, level 3, statemeta process",
+        "value": 0.327, "unit": "MB/10k ops", "baseline": "one Hypothesis run",
+        "baseline_value": 14.0, "ratio": 0.0233, "goal": "< 1 MB/10k ops",
+    },
+    {
+        "name": "check 1,000 ops, 4 clients, 5 keys, one impossible read (memo + partitions, "
+        "shrink)",
+        "value": 0.00222, "unit": "s", "baseline": "neither (exhausted budget counts)",
+        "baseline_value": 0.00348, "ratio": 0.638, "goal": "< 1 s",
+    },
+    {
+        "name": "explore states/s (default bounds, depth 3, 2 workers)", "value": 1549.0,
+        "unit": "states/s", "baseline": "1 worker", "baseline_value": 1812.0, "ratio": 0.85,
+        "goal": ">= 20000 states/s",
+    },
+]
+"""The widest rows the benchmarks print: long names, units, baselines and goals."""
+
+
+def test_the_table_fits_a_terminal_two_lines_per_measure_and_names_errors() -> None:
     lines = table_lines(
         [
-            ModuleResult("codec", 0.1, [_row(3.0, 1.5, "<= 3x"), _row(2.5, None, "")]),
-            ModuleResult("store", 0.2, [], "OSError: disk full"),
+            ModuleResult("linearizability", 1.0, combine([LONG_ROWS, LONG_ROWS, LONG_ROWS])),
+            ModuleResult("store", 0.2, [], "OSError: disk full " + "and more " * 12),
         ]
     )
-    assert lines[0].split() == [
-        "module",
-        "measure",
-        "value",
-        "baseline",
-        "ratio",
-        "goal",
-        "verdict",
-    ]
-    assert lines[1].split("  ")[0] == "codec"
-    assert "2 (the baseline)" in lines[1] and "1.5x" in lines[1] and lines[1].endswith("met")
-    assert lines[2].endswith("info")
-    assert lines[3].startswith("store") and "error: OSError: disk full" in lines[3]
-    assert lines[3].endswith("error")
-    column = lines[0].index("verdict")
-    assert all(line[column - 2 : column] == "  " for line in lines)
+    assert max(len(line) for line in lines) <= WIDTH, max(lines, key=len)
+    assert lines[0] == "module: measure vs baseline"
+    assert lines[1].split() == ["value", "spread", "baseline", "ratio", "goal", "verdict"]
+    titles = [line for line in lines[2:] if not line.startswith(" ")]
+    assert titles[0] == (
+        "linearizability: check of the served reference, level 3, statemeta process vs"
+    )
+    assert lines[3] == "    one Hypothesis run"  # the wrapped rest of the title, indented
+    figures = [line for line in lines[2:] if line.startswith("  ") and "/3" in line]
+    assert len(figures) == 3 and figures[0].split()[:2] == ["0.327", "MB/10k"]
+    assert figures[0].endswith("met 3/3") and figures[2].endswith("not met 0/3")
+    column = lines[1].index("verdict")
+    assert all(line[column - 2 : column] == "  " for line in figures)
+    assert any(line.startswith("store: error: OSError: disk full and") for line in lines)
 
 
 def _fake(rows: list[dict[str, Any]] | Exception) -> types.ModuleType:
@@ -135,33 +202,59 @@ def fake_benchmarks(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(sys.modules, f"benchmarks.bench_{name}", module)
 
 
+def _modules(out: str) -> list[str]:
+    """The module of each title line of the printed table, in order, once each."""
+    table = out.split("\n\n")[0].splitlines()[2:]
+    names = [line.split(":")[0] for line in table if not line.startswith(" ")]
+    return list(dict.fromkeys(names))
+
+
 @pytest.mark.usefixtures("fake_benchmarks")
 def test_a_failing_module_does_not_stop_the_others(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "bench.json"
-    assert bench_main.main(["--quick", "--json", str(out)]) == 1
+    assert bench_main.main(["--quick", "--repeats", "2", "--json", str(out)]) == 1
     printed = capsys.readouterr()
-    rows = [line.split("  ")[0] for line in printed.out.splitlines()[1 : len(BENCHMARKS) + 1]]
-    assert rows == list(BENCHMARKS)
-    assert "error: RuntimeError: struct baseline disagrees" in printed.out
+    assert _modules(printed.out) == list(BENCHMARKS)
+    assert "codec: error: RuntimeError: struct baseline disagrees" in printed.out
     assert "second line" not in printed.out
-    assert "error: ValueError: row 'figure without goal' has no ratio" in printed.out
-    assert "error: ModuleNotFoundError" in printed.out
+    assert "meta: error: ValueError: row 'figure without goal' has no ratio" in printed.out
+    assert "explore: error: ModuleNotFoundError" in printed.out
     met = len(BENCHMARKS) - 3  # all but codec, meta and explore
-    assert sum(line.endswith("  met") for line in printed.out.splitlines()) == met
+    assert sum(line.endswith("  met 2/2") for line in printed.out.splitlines()) == met
+    assert "2 runs each" in printed.out
     assert "explore ..." in printed.err
 
     document = json.loads(out.read_text())
-    assert document["quick"] is True
+    assert document["quick"] is True and document["repeats"] == 2
     assert set(document["machine"]) == {"python", "implementation", "platform", "cpu_count"}
     assert document["date"].endswith("+00:00") and document["seconds"] >= 0
     modules = {m["name"]: m for m in document["modules"]}
     assert [m["name"] for m in document["modules"]] == list(BENCHMARKS)
     assert modules["codec"]["error"].startswith("RuntimeError") and modules["codec"]["rows"] == []
     assert modules["store"]["error"] is None
-    assert modules["store"]["rows"] == [{**_row(10.0, 0.5, "<= 1x"), "verdict": "met"}]
+    assert modules["store"]["rows"] == [
+        {
+            **_row(10.0, 0.5, "<= 1x"), "values": [10.0, 10.0], "ratios": [0.5, 0.5],
+            "verdicts": ["met", "met"], "verdict": "met", "confidence": "2/2",
+        }
+    ]
     assert all(m["seconds"] >= 0 for m in document["modules"])
+
+
+def test_every_module_runs_as_many_times_as_asked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ratios = iter([0.5, 1.5, 0.7, 0.9])  # the runs disagree on the goal <= 1x
+    module = types.ModuleType("fake_bench")
+    module.run = lambda quick: [_row(10.0, next(ratios), "<= 1x")]  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "benchmarks.bench_store", module)
+    assert bench_main.main(["--only", "store", "--repeats", "4"]) == 0
+    out = capsys.readouterr().out
+    assert next(ratios, None) is None
+    (figures,) = [line for line in out.splitlines() if line.endswith("/4")]
+    assert figures.endswith("unsure 3/4") and "0.8x" in figures
 
 
 @pytest.mark.usefixtures("fake_benchmarks")
@@ -170,8 +263,8 @@ def test_statemeta_bench_runs_only_the_named_modules_in_order(
 ) -> None:
     assert statemeta_main(["bench", "--quick", "--only", "store", "lifecycle"]) == 0
     out = capsys.readouterr().out
-    assert [line.split("  ")[0] for line in out.splitlines()[1:3]] == ["lifecycle", "store"]
-    assert "codec" not in out and "2 modules in" in out
+    assert _modules(out) == ["lifecycle", "store"]
+    assert "codec" not in out and "2 modules, 3 runs each, in" in out
 
 
 @pytest.mark.parametrize("missing", ["benchmarks", "benchmarks.__main__"])

@@ -135,6 +135,10 @@ CASES: list[tuple[str, str, str]] = [
     ("statemeta bench --quick --only lifecycle --json {tmp}/no/out.json", "bench",
      "argument --json"),
     ("statemeta bench --only nope", "bench", "argument --only"),
+    *[
+        (f"statemeta bench --only lifecycle --repeats={value}", "bench", "argument --repeats")
+        for value in ("0", "101", "+3", "3.0")
+    ],
     ("statemeta nope", "", "argument COMMAND"),
     ("statemeta", "", "COMMAND"),
     ("python -m statemeta.serve --variant nope", "", "argument --variant"),

@@ -1,4 +1,5 @@
-"""Progress with an estimate of time left (statemeta.harness.meter): ``check --concurrent``."""
+"""Progress: with an estimate of time left (statemeta.harness.meter) in ``check --concurrent``;
+verify's campaign phase."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 import pytest
 
 from statemeta.cli import main
+from statemeta.harness.check import Progress
 from statemeta.harness.meter import Meter
 
 SERVE = f"{sys.executable} -m statemeta.serve --concurrent"
@@ -46,3 +48,32 @@ def test_check_concurrent_reports_progress_on_stderr(
     matches = [LINE.fullmatch(line) for line in captured.err.splitlines()]
     assert [m.group(1, 2) for m in matches if m] == [("1", "3"), ("2", "3")]
     assert "linearizable: 3 histories" in captured.out
+
+
+VERIFY = ["verify", "--stream-tasks", "0", "--max-depth", "2", "--no-deep", "--workers", "1",
+          "--examples", "3", "--steps", "5"]
+CAMPAIGN_LINE = re.compile(r"  \.\.\. (\d+) examples, (\d+) steps \(\d+ steps/s\)")
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_verify_reports_its_campaigns_progress_on_stderr(
+    quiet: bool, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify's campaign phase was a minute of silence (issue 32): a line per interval on
+    stderr, counting up, none with --quiet, and stdout keeps the summary alone."""
+    monkeypatch.setattr(
+        "statemeta.explore.cli_explore.Progress",
+        lambda out, interval: Progress(out, interval=0.0),
+    )
+    code = main([*VERIFY, *(["--quiet"] if quiet else [])])
+    captured = capsys.readouterr()
+    assert code == 0, captured.out + captured.err
+    counts = [
+        (int(m[1]), int(m[2])) for m in map(CAMPAIGN_LINE.fullmatch, captured.err.splitlines())
+        if m
+    ]
+    assert not any(map(CAMPAIGN_LINE.fullmatch, captured.out.splitlines()))
+    if quiet:
+        assert counts == []
+        return
+    assert len(counts) >= 3 and counts == sorted(counts)  # counting up, examples and steps
