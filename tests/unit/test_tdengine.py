@@ -22,7 +22,7 @@ from statemeta.errors import CompiledCodeFault, TDengineBuildError
 from statemeta.harness.catalogue import START, Mask
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import ReferenceAdapter
-from statemeta.harness.subprocess_adapter import SubprocessAdapter
+from statemeta.harness.subprocess_adapter import SubprocessAdapter, pool_json
 from statemeta.harness.trace import read_trace, replay, write_trace
 from statemeta.semantics import Switch
 from statemeta.tdengine.build import build, default_out
@@ -328,3 +328,30 @@ def test_intended_keep_going_names_every_entry(
         assert all(entry["explained_by"] for entry in report["catalogue"])
     if report["trace"] is not None:
         assert level == 3 and "heap-buffer-overflow in tDecodeI64" in json.dumps(report)
+
+
+def test_unregister_and_notify_close_waiting_for_a_timer_answer_blocked_and_finish_later(
+    driver: Path,
+) -> None:
+    """streamMetaUnregisterTask and streamMetaNotifyClose wait in a sleep loop while a task's
+    timer is active: each is answered blocked (declared in hello), and the advance that ends
+    the timer lets the waiting unregister finish before it answers, so the next view shows the
+    task removed (the driver's settle; without it the removal raced the view)."""
+    server = TDengineServer(driver)
+    try:
+        assert server.hello(2)["blocks"] == ["unregister", "notify_close"]
+        server.start(2, pool_json()[:2])
+        for slot in ("s1", "s2"):
+            assert server.call("register", {"task": slot}) == {"ok": True}
+            assert server.call("start_task_timer", {"task": slot}) == {"ok": None}
+        assert server.call("unregister", {"task": "s1"}) == {"blocked": True}
+        seen = server.view()
+        assert seen["ids"] == [[16, 1], [16, 2]] and seen["tasks"][0]["status"] == "dropping"
+        assert server.call("notify_close", {}) == {"blocked": True}
+        assert server.call("advance_clock", {"ms": 1000}) == {"ok": None}
+        seen = server.view()
+        assert seen["ids"] == [[16, 2]] and seen["tasks"][0]["timer_active"] == 0
+        assert server.call("unregister", {"task": "s2"}) == {"ok": None}  # no timer: returns
+        assert server.view()["ids"] == []
+    finally:
+        server.stop()
