@@ -74,6 +74,13 @@ wait is its ``pending``: below) is answered blocked too, undeclared: a divergenc
 _EVENT_OPS = frozenset({"handle_event", "complete_event", "begin_checkpoint"})
 """The level-2 calls whose wait is an attached event's (answered ``ok``, as at level 1)."""
 
+_STORE_CODES = frozenset(
+    {"register", "save_task", "commit", "load_all", "close_reopen", "crash_reopen",
+     "corrupt_record"}
+)  # fmt: skip
+"""The calls whose negative code is the store's failure (a tdb call that failed: a planned
+fault): answered as the reference's ``StoreFault``, which its store raises there."""
+
 SETS = ["start_round.ready", "start_round.failed"]
 """The keys that are hash sets in the C (listed in the task list's order, not the join order)."""
 
@@ -231,6 +238,8 @@ class TDengineServer:
             result = {"blocked": True}
         elif answer == _NOT_MAPPED:
             result = {"error": "UnknownTaskError"}
+        elif op in _STORE_CODES and answer.lstrip("-").isdigit() and int(answer) < 0:
+            result = {"error": "StoreFault"}
         sent = driver.ask("sent", described).split()
         if sent:
             result["heartbeats"] = sent

@@ -355,3 +355,27 @@ def test_unregister_and_notify_close_waiting_for_a_timer_answer_blocked_and_fini
         assert server.view()["ids"] == []
     finally:
         server.stop()
+
+
+def test_a_planned_store_fault_fires_at_the_c_s_next_real_store_call(driver: Path) -> None:
+    """fail_next is by the implementation's own store calls: tdb keeps a transaction open from
+    open on, and streamMetaCommit begins the next one after its commit, so a planned begin
+    fault fires at the tail of the next commit (register's record is then durable: a crash
+    brings it back) and leaves the meta's transaction handle stale (the next register fails
+    too); a planned put fault is not fired by a commit that writes nothing. A failed store call
+    is answered StoreFault, as the reference's store raises it (before: {"ok": false})."""
+    server = TDengineServer(driver)
+    try:
+        server.start(3, pool_json())
+        assert server.call("fail_next", {"op": "begin"}) == {"ok": None}
+        assert server.call("register", {"task": "t1"}) == {"error": "StoreFault"}
+        assert server.view()["map_ids"] == []
+        assert server.call("register", {"task": "s1"}) == {"error": "StoreFault"}
+        assert server.call("crash_reopen", {}) == {"ok": 0}
+        assert server.view()["map_ids"] == [[48, 1]]  # the faulted commit was durable
+        assert server.call("fail_next", {"op": "put"}) == {"ok": None}
+        assert server.call("commit", {}) == {"ok": None}  # no put: the fault waits
+        assert server.call("register", {"task": "s1"}) == {"error": "StoreFault"}
+        assert server.view()["map_ids"] == [[48, 1]]
+    finally:
+        server.stop()
