@@ -379,3 +379,15 @@ def test_a_planned_store_fault_fires_at_the_c_s_next_real_store_call(driver: Pat
         assert server.view()["map_ids"] == [[48, 1]]
     finally:
         server.stop()
+
+
+def test_the_seed_defects_column_is_what_the_compiled_c_shows_today(tree: Path) -> None:
+    """Each trace of docs/seed-defects.md replayed against the compiled C gives the verdict
+    spec/seed-defects-tdengine.json records (and the page shows): the column is not stale."""
+    from statemeta.explore.defects_page import PAGE
+    from statemeta.tdengine.defects import RECORDED, record
+
+    fresh = record(PAGE.read_text(encoding="utf-8"), _sut(tree))
+    assert fresh == json.loads(RECORDED.read_text(encoding="utf-8")), (
+        f"run: python -m statemeta.tdengine.defects --src {tree}"
+    )
