@@ -60,11 +60,12 @@ LEVEL2_OBSERVED = {
 RESULTS = {
     op: "outcome"
     for op in ("unregister", "resume", "load_all", "start_all", "start_one", "report_launch",
-               "stop_all", "notify_close")
+               "stop_all", "notify_close", "close_reopen", "crash_reopen", "corrupt_record")
 }
-"""The level-2 operations whose C call returns a code (or nothing) where the reference returns
-a value (removed/deferred, an outcome, a load report, the round's steps, a bool, the ids
-stopped, a count): only their outcome is given."""
+"""The level-2 and level-3 operations whose C call returns a code (or nothing) where the
+reference returns a value (removed/deferred, an outcome, a load report, the round's steps, a
+bool, the ids stopped, a count; each reopen: streamMetaLoadAllTasks's code, not the load
+report): only their outcome is given."""
 
 BLOCKS = ["unregister", "notify_close"]
 """The calls that wait in a sleep loop of the C for a task's timer (statemeta.harness.blocking):
