@@ -6,28 +6,28 @@ violation (invariant, operation), with its shortest trace. Which divergence expl
 a reading of the trace, not something the search knows: that cell is written by hand and kept
 when the table is regenerated (a row found again keeps it; a new row says it is not yet
 attributed). The switches of the seed profile are listed from spec/divergences.toml at the same
-time, so the page says what the seed explored was made of.
+time, so the page says what the seed explored was made of. The last column, whether TDengine's
+compiled code shows the row, is written from the verdicts recorded in
+spec/seed-defects-tdengine.json (statemeta.tdengine.defects replays them), for every row that
+has a trace.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from statemeta.cli_args import Parser, input_file
 from statemeta.errors import MisuseError
+from statemeta.explore.page_block import PAGE, block_of, refresh, replace_block
 from statemeta.semantics import Semantics
 from statemeta.tables import Switch
+from statemeta.tdengine.defects import recorded_verdicts, with_column
 
 __all__ = ["PAGE", "main", "render"]
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "seed-defects.md"
-_BEGIN = "<!-- generated:seed-defects -->"
-_END = "<!-- end generated:seed-defects -->"
-_BLOCK = re.compile(re.escape(_BEGIN) + r"\n(.*?)" + re.escape(_END), re.S)
 _HEADER = "| # | invariant | operation | steps | shortest trace | divergence | detail |"
 NOT_ATTRIBUTED = "not yet attributed"
 
@@ -39,12 +39,8 @@ def render(report: dict[str, Any], page: str) -> str:
             f"the report explored the {report.get('semantics')!r} semantics, not the seed's: "
             "run statemeta explore --semantics seed --json"
         )
-    found = _BLOCK.search(page)
-    if found is None:
-        raise MisuseError(f"the page has no {_BEGIN} ... {_END} block")
-    block = _block(report, _attributions(found.group(1)))
-    return page[: found.start(1)] + block + page[found.end(1) :]
-
+    block = _block(report, _attributions(block_of(page)))
+    return replace_block(page, with_column(block, recorded_verdicts()))
 
 def _block(report: dict[str, Any], attributed: dict[tuple[str, str], str]) -> str:
     switches = ", ".join(
@@ -78,7 +74,7 @@ def _attributions(block: str) -> dict[tuple[str, str], str]:
     cells: dict[tuple[str, str], str] = {}
     for line in block.splitlines():
         parts = [p.strip() for p in line.strip().strip("|").split(" | ")]
-        if len(parts) == 7 and parts[0].isdigit():
+        if len(parts) >= 7 and parts[0].isdigit():
             cells[parts[1], parts[2]] = parts[5]
     return cells
 
@@ -105,15 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     except (MisuseError, OSError, ValueError, KeyError) as error:
         print(f"could not run: {error}", file=sys.stderr)
         return 2
-    if new == page:
-        print(f"up to date: {args.page}")
-        return 0
-    if args.check:
-        print(f"stale: {args.page} (run without --check to rewrite it)")
-        return 1
-    args.page.write_text(new, encoding="utf-8")
-    print(f"rewrote: {args.page}")
-    return 0
+    return refresh({args.page: new}, check=args.check)
 
 
 if __name__ == "__main__":

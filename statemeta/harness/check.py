@@ -91,6 +91,7 @@ class CheckReport:
             "outcomes": self.observation.outcomes,
             "results": self.observation.results_not_given,
             "sets": sorted(self.observation.sets),
+            "blocks": sorted(self.observation.blocks),
             "unchecked_invariants": self.observation.unchecked(VIEW_INVARIANTS),
         }
 

@@ -301,6 +301,9 @@ def _not_compared(observation: Observation | None) -> list[str]:
     if observation.sets:
         held = ", ".join(sorted(observation.sets))
         lines.append(f"compared as sets (their order is not compared): {held}")
+    if observation.blocks:
+        blocking = ", ".join(sorted(observation.blocks))
+        lines.append(f"may answer blocked (compared with where the seed waits): {blocking}")
     unchecked = observation.unchecked(VIEW_INVARIANTS)
     if unchecked:
         listed = ", ".join(f"{i} (reads {', '.join(keys)})" for i, keys in unchecked.items())

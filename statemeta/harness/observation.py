@@ -12,7 +12,9 @@ it can honestly report, and the harness compares exactly that:
 - ``results``: per operation, what of its result it gives (``RESULT_FORMS``: in full, only its
   outcome, or nothing), for real code whose call returns a code where the reference returns a
   value (a start round's steps, a load report, a bool);
-- ``sets``: the view keys of ``SET_KEYS`` it holds as sets (their order is not compared).
+- ``sets``: the view keys of ``SET_KEYS`` it holds as sets (their order is not compared);
+- ``blocks``: the operations of statemeta.harness.blocking's table it may answer
+  ``{"blocked": true}`` (the call waits in the code), compared with where the seed waits.
 
 Both sides' views and results are projected onto the declaration (``view_of``, ``result_of``)
 and then compared; every projection is idempotent, so an implementation sends its values already
@@ -30,6 +32,7 @@ from typing import Any
 import attrs
 
 from statemeta.errors import MisuseError
+from statemeta.harness.blocking import BLOCKED, BLOCKING, blocked_form
 from statemeta.harness.differences import compact
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import LEVELS, OP_SPECS, Op
@@ -212,6 +215,8 @@ class Observation:
     """``(operation, form)`` for each operation not given in full (``RESULT_FORMS``), sorted."""
     sets: frozenset[str] = frozenset()
     """The keys of ``SET_KEYS`` compared as sets."""
+    blocks: frozenset[str] = frozenset()
+    """The operations of ``BLOCKING`` it may answer blocked."""
     full: bool = attrs.field(init=False, eq=False, repr=False)
     """Everything observed, outcomes in full: the projections change nothing."""
 
@@ -220,7 +225,7 @@ class Observation:
         view, tasks = VIEW_KEYS[self.level]
         return (
             self.view >= set(view) and self.tasks >= set(tasks) and self.outcomes == "full"
-            and not self.results and not self.sets
+            and not self.results and not self.sets and not self.blocks
         )
 
     @classmethod
@@ -262,8 +267,9 @@ class Observation:
             return cls.everything(level)
         outcomes = _check_outcomes(hello.get("outcomes", "full"))
         results, sets = _results(hello.get("results", {})), _sets(hello.get("sets", []))
+        blocks = _blocks(hello.get("blocks", []))
         everything = attrs.evolve(
-            cls.everything(level), outcomes=outcomes, results=results, sets=sets
+            cls.everything(level), outcomes=outcomes, results=results, sets=sets, blocks=blocks
         )
         observes = hello.get("observes")
         if observes is None:
@@ -283,7 +289,8 @@ class Observation:
                 f'observes["{level}"] {at!r}: {{"view": [keys], "tasks": [keys]}}'
             )
         return attrs.evolve(
-            cls.of(level, at["view"], at["tasks"], outcomes), results=results, sets=sets
+            cls.of(level, at["view"], at["tasks"], outcomes),
+            results=results, sets=sets, blocks=blocks,
         )
 
     # -- the projections -----------------------------------------------------------------------
@@ -320,12 +327,25 @@ class Observation:
 
     def result_of(self, op: Op, result: dict[str, Json]) -> dict[str, Json]:
         """``result`` with its outcome collapsed as declared (``ok_rejected``: ok); an outcome
-        that is not a name (``{}``, a list) stays as it is, for the comparison to show."""
+        that is not a name (``{}``, a list) stays as it is, for the comparison to show.
+
+        A declared blocking operation (``blocks``) is first compared as blocked or not: a
+        blocked answer and a reference result where the seed waits are both ``{"blocked":
+        true}`` (statemeta.harness.blocking). A blocked answer of another operation stays
+        blocked under every form but ``none``, so it differs from any result."""
+        if op.name in self.blocks:
+            blocked = blocked_form(op.name, result)
+            if blocked is not None:
+                return blocked
         form = self.result_form(op.name)
         if form != "full":
             kept = {k: v for k, v in result.items() if k == "heartbeats"}
             if form == "outcome":
-                kept.update({"error": result["error"]} if "error" in result else {"ok": None})
+                kept.update(
+                    {"error": result["error"]} if "error" in result
+                    else {BLOCKED: True} if BLOCKED in result
+                    else {"ok": None}
+                )
             return kept
         outcome = result.get("ok")
         if (
@@ -477,6 +497,17 @@ def _results(results: object) -> tuple[tuple[str, str], ...]:
         if not isinstance(form, str) or form not in RESULT_FORMS:
             raise MisuseError(f"results[{name!r}] {form!r}: it is one of {sorted(RESULT_FORMS)}")
     return tuple(sorted((n, f) for n, f in results.items() if f != "full"))
+
+
+def _blocks(blocks: object) -> frozenset[str]:
+    """A ``blocks`` declaration, checked: operations of BLOCKING."""
+    if not isinstance(blocks, list) or not all(isinstance(k, str) for k in blocks):
+        raise MisuseError(f"blocks {blocks!r}: a list of operation names")
+    unknown = sorted(set(blocks) - set(BLOCKING))
+    if unknown:
+        raise MisuseError(f"blocks {unknown}: only these operations block in the seed: "
+                          f"{sorted(BLOCKING)}")
+    return frozenset(blocks)
 
 
 def _sets(sets: object) -> frozenset[str]:

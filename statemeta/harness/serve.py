@@ -1,5 +1,5 @@
 """``python -m statemeta.serve [--concurrent] [--variant NAME] [--observe KEYS] [--results
-OP=FORM,...] [--sets KEYS]``: the reference behind the harness protocol.
+OP=FORM,...] [--sets KEYS] [--blocks OPS]``: the reference behind the harness protocol.
 
 Reads one JSON request per line on stdin, writes one JSON response per line on stdout, until
 stdin ends (docs/harness-protocol.md). Behind it is a ReferenceAdapter, at every level; with
@@ -7,7 +7,9 @@ stdin ends (docs/harness-protocol.md). Behind it is a ReferenceAdapter, at every
 through the protocol; with ``--observe`` / ``--outcomes`` it declares and reports only part of
 its view (protocol 2), with ``--results`` it gives only part of those operations' results
 (``{"ok": null}`` for a value it withholds, as a call returning a code would), with ``--sets``
-it sends those keys sorted rather than in member order, so the harness's handling of
+it sends those keys sorted rather than in member order, with ``--blocks`` it answers those
+operations ``{"blocked": true}`` where the seed's C waits (statemeta.harness.blocking), so the
+harness's handling of
 declarations is tested on the reference itself. The served meta does not check its own
 invariants: the harness checks them on the view, as it does for any implementation. Protocol
 errors are answered with a code of ERROR_CODES and the server goes on; an unexpected exception
@@ -42,6 +44,7 @@ from statemeta.cli_args import Parser, add_semantics, view_keys
 from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
 from statemeta.harness.adapter import PROTOCOL_VERSION, PROTOCOL_VERSIONS
+from statemeta.harness.blocking import BLOCKED, BLOCKING
 from statemeta.harness.facade_target import FacadeAdapter
 from statemeta.harness.locking_variants import LOCKING_VARIANTS
 from statemeta.harness.normalize import Json
@@ -166,7 +169,7 @@ class Server:
         if self.observation is None:
             return result
         given = self.observation.result_of(parsed, result)
-        return given if "ok" in given or "error" in given else {"ok": None, **given}
+        return given if given.keys() & {"ok", "error", BLOCKED} else {"ok": None, **given}
 
     def _hello(self, protocol: Json) -> Json:
         """Protocol 2; protocol 1 too unless it declares observations (1 cannot say them)."""
@@ -340,6 +343,12 @@ def _variants_markdown() -> str:
     return "\n".join(f"- `{v.name}`: {v.doc}" for v in VARIANTS.values())
 
 
+def _blocking_markdown() -> str:
+    rows = [f"| `{op}` | {b.waits_in} | {b.when} |" for op, b in BLOCKING.items()]
+    return "\n".join(["| operation | where the C waits | the seed waits when |",
+                      "|---|---|---|", *rows])
+
+
 def _locking_variants_markdown() -> str:
     return "\n".join(f"- `{v.name}`: {v.doc}" for v in LOCKING_VARIANTS.values())
 
@@ -392,6 +401,7 @@ _SECTIONS: dict[str, Callable[[], str]] = {
     "protocol-observable": _observable_markdown,
     "protocol-invariant-reads": _invariant_reads_markdown,
     "protocol-locking-variants": _locking_variants_markdown,
+    "protocol-blocking": _blocking_markdown,
 }
 
 
@@ -448,6 +458,13 @@ def main(argv: list[str] | None = None) -> int:
         help="declare these keys sets and send them sorted: " + ", ".join(SET_KEYS),
     )
     parser.add_argument(
+        "--blocks",
+        type=_blocking_ops,
+        metavar="OP,...",
+        help="declare these operations blocking and answer them {\"blocked\": true} where the "
+        "seed waits: " + ", ".join(BLOCKING),
+    )
+    parser.add_argument(
         "--write-doc", action="store_true", help="refresh the tables in docs/harness-protocol.md"
     )
     parser.add_argument(
@@ -476,11 +493,13 @@ def main(argv: list[str] | None = None) -> int:
         declares["results"] = args.results
     if args.sets:
         declares["sets"] = args.sets
+    if args.blocks:
+        declares["blocks"] = args.blocks
     if args.concurrent:
         if args.observe is not None or args.outcomes != "full" or declares:
             parser.error(
-                "--observe, --outcomes, --results and --sets are for one client: not with "
-                "--concurrent"
+                "--observe, --outcomes, --results, --sets and --blocks are for one client: not "
+                "with --concurrent"
             )
         facade = FacadeAdapter(args.variant, semantics=args.semantics)
         ConcurrentServer(facade).serve(sys.stdin, sys.stdout)
@@ -515,3 +534,13 @@ def _set_keys(text: str) -> list[str]:
     except MisuseError as e:
         raise argparse.ArgumentTypeError(f"{text!r}: {e}") from e
     return keys
+
+
+def _blocking_ops(text: str) -> list[str]:
+    """An argparse type: operations of BLOCKING (``--blocks``)."""
+    ops = [op for op in text.split(",") if op]
+    try:
+        Observation.of_hello({"protocol": PROTOCOL_VERSION, "blocks": ops}, 1)
+    except MisuseError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from e
+    return ops

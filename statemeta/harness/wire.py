@@ -101,10 +101,13 @@ def is_int(value: object) -> bool:
 
 
 def is_op_result(result: object) -> bool:
-    """``{"ok": value}`` or ``{"error": "ClassName"}``, either with optional ``"heartbeats"``."""
-    if not isinstance(result, dict) or set(result) - {"ok", "error", "heartbeats"}:
+    """``{"ok": value}``, ``{"error": "ClassName"}`` or ``{"blocked": true}`` (a call that waits
+    in the code: statemeta.harness.blocking), each with optional ``"heartbeats"``."""
+    if not isinstance(result, dict) or set(result) - {"ok", "error", "blocked", "heartbeats"}:
         return False
-    if ("ok" in result) == ("error" in result):
+    if sum(key in result for key in ("ok", "error", "blocked")) != 1:
+        return False
+    if "blocked" in result and result["blocked"] is not True:
         return False
     if "error" in result and not isinstance(result["error"], str):
         return False

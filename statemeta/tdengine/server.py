@@ -4,7 +4,9 @@ It declares ``semantics: seed`` and observes only what the C keeps: at level 1, 
 state machine's ``status``, active transition, waiting list and ``prev`` (no saved stack: the
 C swaps the status with ``prev``), outcomes as ok/rejected (the C returns 0 or an error code).
 At level 2 it declares the results the C does not return (``RESULTS``: a call that returns a
-code or nothing gives its outcome only) and the start round's sets (``sets``). A fault of the
+code or nothing gives its outcome only), the start round's sets (``sets``) and the calls that
+wait in the C for a task's timer (``BLOCKS``: answered blocked; the driver lets a waiting call
+go on before it answers the next one). A fault of the
 compiled code during a call (CompiledCodeFault) is answered as the protocol's ``fault``, naming
 the finding and the operation; the instance is gone after it."""
 
@@ -58,11 +60,27 @@ LEVEL2_OBSERVED = {
 RESULTS = {
     op: "outcome"
     for op in ("unregister", "resume", "load_all", "start_all", "start_one", "report_launch",
-               "stop_all", "notify_close")
+               "stop_all", "notify_close", "close_reopen", "crash_reopen", "corrupt_record")
 }
-"""The level-2 operations whose C call returns a code (or nothing) where the reference returns
-a value (removed/deferred, an outcome, a load report, the round's steps, a bool, the ids
-stopped, a count): only their outcome is given."""
+"""The level-2 and level-3 operations whose C call returns a code (or nothing) where the
+reference returns a value (removed/deferred, an outcome, a load report, the round's steps, a
+bool, the ids stopped, a count; each reopen: streamMetaLoadAllTasks's code, not the load
+report): only their outcome is given."""
+
+BLOCKS = ["unregister", "notify_close"]
+"""The calls that wait in a sleep loop of the C for a task's timer (statemeta.harness.blocking):
+answered ``{"blocked": true}``. Any other call that waits but an event's (an attached event's
+wait is its ``pending``: below) is answered blocked too, undeclared: a divergence to see."""
+
+_EVENT_OPS = frozenset({"handle_event", "complete_event", "begin_checkpoint"})
+"""The level-2 calls whose wait is an attached event's (answered ``ok``, as at level 1)."""
+
+_STORE_CODES = frozenset(
+    {"register", "save_task", "commit", "load_all", "close_reopen", "crash_reopen",
+     "corrupt_record"}
+)  # fmt: skip
+"""The calls whose negative code is the store's failure (a tdb call that failed: a planned
+fault): answered as the reference's ``StoreFault``, which its store raises there."""
 
 SETS = ["start_round.ready", "start_round.failed"]
 """The keys that are hash sets in the C (listed in the task list's order, not the join order)."""
@@ -112,6 +130,7 @@ class TDengineServer:
             "outcomes": "ok_rejected",
             "results": RESULTS,
             "sets": SETS,
+            "blocks": BLOCKS,
         }
 
     def start(self, level: object, pool: object) -> None:
@@ -216,8 +235,12 @@ class TDengineServer:
         line = "mo -1 load_all 0" if op == "crash_reopen" else f"mo {slot} {op} {arg}"
         answer = driver.ask(line, described)
         result: dict[str, Any] = {"ok": _meta_result(op, answer)}
-        if answer == _NOT_MAPPED:
+        if answer == "pending" and op not in _EVENT_OPS:
+            result = {"blocked": True}
+        elif answer == _NOT_MAPPED:
             result = {"error": "UnknownTaskError"}
+        elif op in _STORE_CODES and answer.lstrip("-").isdigit() and int(answer) < 0:
+            result = {"error": "StoreFault"}
         sent = driver.ask("sent", described).split()
         if sent:
             result["heartbeats"] = sent

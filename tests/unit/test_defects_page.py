@@ -84,3 +84,40 @@ def test_the_command_checks_then_rewrites(
     page.write_text("# no block\n")
     assert defects_page.main(argv) == 2
     assert "could not run" in capsys.readouterr().err
+
+
+def test_the_tdengine_column_is_the_recorded_verdicts_for_every_row() -> None:
+    """The page's TDengine's C column is spec/seed-defects-tdengine.json's verdict of each
+    row's trace, and every row has one (a new row: run python -m statemeta.tdengine.defects)."""
+    from statemeta.explore.page_block import block_of
+    from statemeta.tdengine.defects import VERDICTS, recorded_verdicts, traces_of, with_column
+
+    page = PAGE.read_text(encoding="utf-8")
+    recorded = recorded_verdicts()
+    assert with_column(block_of(page), recorded) == block_of(page)
+    traces = traces_of(block_of(page))
+    assert traces and set(traces) == set(recorded), "run: python -m statemeta.tdengine.defects"
+    assert all(v.split(":")[0].split(" (")[0] in VERDICTS for v in recorded.values())
+
+
+def test_the_column_is_generic_over_tables_and_rows() -> None:
+    """Every table with a shortest-trace column gains the column, whatever its other columns;
+    rewriting it replaces it in place; a trace with no verdict says so."""
+    from statemeta.tdengine.defects import COLUMN, NOT_REPLAYED, traces_of, with_column
+
+    block = (
+        "| # | shortest trace | note |\n|---|---|---|\n| 1 | `commit()` | a \\| b |\n"
+        "| 2 | `clear()` | c |\n\ntext\n\n| id | kind |\n|---|---|\n| u1 | ub |\n"
+        "| x | shortest trace |\n|---|---|\n| u2 | `commit(); clear()` |\n"
+    )
+    assert traces_of(block) == ["`commit()`", "`clear()`", "`commit(); clear()`"]
+    once = with_column(block, {"`commit()`": "shows it", "`commit(); clear()`": "conforms"})
+    assert f"| # | shortest trace | note | {COLUMN} |" in once
+    assert "| 1 | `commit()` | a \\| b | shows it |" in once
+    assert f"| 2 | `clear()` | c | {NOT_REPLAYED} |" in once
+    assert "| id | kind |\n|---|---|\n| u1 | ub |" in once  # no trace column: untouched
+    assert "| u2 | `commit(); clear()` | conforms |" in once
+    again = with_column(once, {"`clear()`": "differs: start at result"})
+    assert "| 2 | `clear()` | c | differs: start at result |" in again
+    assert again.count(COLUMN) == 2 and with_column(again, {"`clear()`": "differs: start at "
+                                                              "result"}) == again

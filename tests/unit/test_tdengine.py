@@ -22,7 +22,7 @@ from statemeta.errors import CompiledCodeFault, TDengineBuildError
 from statemeta.harness.catalogue import START, Mask
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import ReferenceAdapter
-from statemeta.harness.subprocess_adapter import SubprocessAdapter
+from statemeta.harness.subprocess_adapter import SubprocessAdapter, pool_json
 from statemeta.harness.trace import read_trace, replay, write_trace
 from statemeta.semantics import Switch
 from statemeta.tdengine.build import build, default_out
@@ -259,7 +259,11 @@ def test_level_3_runs_to_a_catalogue_and_stops_at_the_torn_record(
     ])  # fmt: skip
     report = json.loads(capsys.readouterr().out)
     assert code == 1 and not report["conformant"]
-    assert {"close_reopen", "crash_reopen"} <= {entry["op"] for entry in report["catalogue"]}
+    catalogued = {(entry["op"], entry["at"]) for entry in report["catalogue"]}
+    assert ("start", "view.heartbeat.armed") in catalogued
+    # the reopens answer streamMetaLoadAllTasks's code: declared outcome-only, not compared
+    assert report["results"]["close_reopen"] == report["results"]["crash_reopen"] == "outcome"
+    assert not catalogued & {("close_reopen", "result"), ("crash_reopen", "result")}
     assert "heap-buffer-overflow" in json.dumps(report)
 
 
@@ -328,3 +332,66 @@ def test_intended_keep_going_names_every_entry(
         assert all(entry["explained_by"] for entry in report["catalogue"])
     if report["trace"] is not None:
         assert level == 3 and "heap-buffer-overflow in tDecodeI64" in json.dumps(report)
+
+
+def test_unregister_and_notify_close_waiting_for_a_timer_answer_blocked_and_finish_later(
+    driver: Path,
+) -> None:
+    """streamMetaUnregisterTask and streamMetaNotifyClose wait in a sleep loop while a task's
+    timer is active: each is answered blocked (declared in hello), and the advance that ends
+    the timer lets the waiting unregister finish before it answers, so the next view shows the
+    task removed (the driver's settle; without it the removal raced the view)."""
+    server = TDengineServer(driver)
+    try:
+        assert server.hello(2)["blocks"] == ["unregister", "notify_close"]
+        server.start(2, pool_json()[:2])
+        for slot in ("s1", "s2"):
+            assert server.call("register", {"task": slot}) == {"ok": True}
+            assert server.call("start_task_timer", {"task": slot}) == {"ok": None}
+        assert server.call("unregister", {"task": "s1"}) == {"blocked": True}
+        seen = server.view()
+        assert seen["ids"] == [[16, 1], [16, 2]] and seen["tasks"][0]["status"] == "dropping"
+        assert server.call("notify_close", {}) == {"blocked": True}
+        assert server.call("advance_clock", {"ms": 1000}) == {"ok": None}
+        seen = server.view()
+        assert seen["ids"] == [[16, 2]] and seen["tasks"][0]["timer_active"] == 0
+        assert server.call("unregister", {"task": "s2"}) == {"ok": None}  # no timer: returns
+        assert server.view()["ids"] == []
+    finally:
+        server.stop()
+
+
+def test_a_planned_store_fault_fires_at_the_c_s_next_real_store_call(driver: Path) -> None:
+    """fail_next is by the implementation's own store calls: tdb keeps a transaction open from
+    open on, and streamMetaCommit begins the next one after its commit, so a planned begin
+    fault fires at the tail of the next commit (register's record is then durable: a crash
+    brings it back) and leaves the meta's transaction handle stale (the next register fails
+    too); a planned put fault is not fired by a commit that writes nothing. A failed store call
+    is answered StoreFault, as the reference's store raises it (before: {"ok": false})."""
+    server = TDengineServer(driver)
+    try:
+        server.start(3, pool_json())
+        assert server.call("fail_next", {"op": "begin"}) == {"ok": None}
+        assert server.call("register", {"task": "t1"}) == {"error": "StoreFault"}
+        assert server.view()["map_ids"] == []
+        assert server.call("register", {"task": "s1"}) == {"error": "StoreFault"}
+        assert server.call("crash_reopen", {}) == {"ok": 0}
+        assert server.view()["map_ids"] == [[48, 1]]  # the faulted commit was durable
+        assert server.call("fail_next", {"op": "put"}) == {"ok": None}
+        assert server.call("commit", {}) == {"ok": None}  # no put: the fault waits
+        assert server.call("register", {"task": "s1"}) == {"error": "StoreFault"}
+        assert server.view()["map_ids"] == [[48, 1]]
+    finally:
+        server.stop()
+
+
+def test_the_seed_defects_column_is_what_the_compiled_c_shows_today(tree: Path) -> None:
+    """Each trace of docs/seed-defects.md replayed against the compiled C gives the verdict
+    spec/seed-defects-tdengine.json records (and the page shows): the column is not stale."""
+    from statemeta.explore.defects_page import PAGE
+    from statemeta.tdengine.defects import RECORDED, record
+
+    fresh = record(PAGE.read_text(encoding="utf-8"), _sut(tree))
+    assert fresh == json.loads(RECORDED.read_text(encoding="utf-8")), (
+        f"run: python -m statemeta.tdengine.defects --src {tree}"
+    )

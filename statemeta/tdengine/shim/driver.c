@@ -16,8 +16,11 @@
  *   sent                          the heartbeats sent since the last ask, hex -> = [hex ...]
  *
  * A call answers when it returns, or "pending" as soon as it waits in a sleep loop of the C
- * (an attached event waiting for its status): the wait goes on, on its thread, and shows in a
- * later view. A sanitizer report or a failed ASSERT ends the process; its stderr says why. */
+ * (an attached event waiting for its status, unregister or notify_close waiting for a task's
+ * timer, a free waiting for it): the wait goes on, on its thread. Before any later call answers,
+ * every call still waiting has either returned or gone round its loop again after that call
+ * (settle), so what a wait does once it can go on shows in the next view, never later. A
+ * sanitizer report or a failed ASSERT ends the process; its stderr says why. */
 #include <unistd.h>
 #include "shim.h"
 #include "streamInt.h"
@@ -40,7 +43,12 @@ typedef struct SCall {
   int64_t arg;   /* the meta call's argument */
   int64_t value; /* the answer */
   bool done, waiting;
+  int64_t waits; /* how often it has slept in a wait loop of the C */
 } SCall;
+
+#define MAX_WAITING 64
+static SCall* waitingCalls[MAX_WAITING]; /* answered pending, not yet settled as returned */
+static int32_t numWaiting = 0;
 
 static int64_t metaCall(const char* op, int32_t slot, int64_t arg);
 static int32_t metaOpen(void);
@@ -54,6 +62,7 @@ void shimOnWait(void) {
   if (current == NULL) return;
   pthread_mutex_lock(&callLock);
   current->waiting = true;
+  current->waits += 1;
   pthread_cond_broadcast(&callCond);
   pthread_mutex_unlock(&callLock);
 }
@@ -88,12 +97,25 @@ static void* callThread(void* arg) {
   int64_t value = c->meta ? metaCall(c->op, c->slot, c->arg) : smCall(c);
   pthread_mutex_lock(&callLock);
   c->value = value;
-  c->done = true;
-  bool answered = c->waiting;
+  c->done = true; /* answered as pending: settle frees it */
   pthread_cond_broadcast(&callCond);
   pthread_mutex_unlock(&callLock);
-  if (answered) free(c); /* answered as pending: nobody waits for this return */
   return NULL;
+}
+
+/* Every call answered pending runs until it returns or has slept twice more: the first sleep
+ * may follow a check made before the last call's effect, the second follows one made after
+ * it. Called with callLock held. */
+static void settle(void) {
+  int32_t kept = 0;
+  for (int32_t i = 0; i < numWaiting; ++i) {
+    SCall* w = waitingCalls[i];
+    int64_t seen = w->waits;
+    while (!w->done && w->waits < seen + 2) pthread_cond_wait(&callCond, &callLock);
+    if (w->done) free(w);
+    else waitingCalls[kept++] = w;
+  }
+  numWaiting = kept;
 }
 
 static void runCall(SCall* c) {
@@ -104,6 +126,14 @@ static void runCall(SCall* c) {
   while (!c->done && !c->waiting) pthread_cond_wait(&callCond, &callLock);
   bool done = c->done;
   int64_t value = c->value;
+  if (!done) {
+    if (numWaiting == MAX_WAITING) {
+      fprintf(stderr, "statemeta-shim: more than %d calls waiting at once\n", MAX_WAITING);
+      abort();
+    }
+    waitingCalls[numWaiting++] = c;
+  }
+  settle();
   pthread_mutex_unlock(&callLock);
   if (done) {
     printf("= %" PRId64 "\n", value);
