@@ -23,7 +23,6 @@ import os
 import random
 import signal
 import time
-import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -33,7 +32,7 @@ from typing import Any, Literal
 
 import attrs
 
-from statemeta.errors import MisuseError, StatemetaError
+from statemeta.errors import MisuseError, SpecError
 from statemeta.harness.check import check_settings, run_check, unchecked_reference
 from statemeta.harness.directed import counting_reference, load_corpus, run_directed
 from statemeta.harness.keeper import die_with_parent
@@ -43,6 +42,7 @@ from statemeta.harness.operations import Op
 from statemeta.harness.shadow import ImportGraph, Shadow
 from statemeta.interrupts import raise_if_interrupted
 from statemeta.semantics import Semantics
+from statemeta.tables import read_spec, spec_dir
 
 __all__ = [
     "EQUIVALENTS_FILE",
@@ -79,7 +79,8 @@ the start round and the launch, persistence, the codec's meta-facing parts), eac
 levels whose directed corpus runs against its mutants (the lifecycle alone is level 1; levels
 2 and 3 hold the meta, 3 adds reopen, crashes and faults). The random phase runs at the last."""
 
-EQUIVALENTS_FILE = Path(__file__).resolve().parents[2] / "spec" / "equivalent-mutants.toml"
+EQUIVALENTS_FILE = "equivalent-mutants.toml"
+"""In spec/ (statemeta.tables.spec_dir): the equivalent mutants, each with its reason."""
 EXAMPLES = 100
 STEPS = 50
 """run_check's defaults (``statemeta check``'s): what a mutant is checked with."""
@@ -157,19 +158,16 @@ class MutationReport:
         }
 
 
-def load_equivalents(path: Path = EQUIVALENTS_FILE) -> dict[str, str]:
-    """spec/equivalent-mutants.toml: each listed mutant's id and the reason it is equivalent
-    (StatemetaError naming the file for a malformed one)."""
-    try:
-        doc = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise StatemetaError(f"{path}: {e}") from e
+def load_equivalents(path: Path | None = None) -> dict[str, str]:
+    """spec/equivalent-mutants.toml (or ``path``): each listed mutant's id and the reason it is
+    equivalent (SpecError naming the file for a malformed one)."""
+    path = spec_dir() / EQUIVALENTS_FILE if path is None else path
     listed: dict[str, str] = {}
-    for row in doc.get("mutant", []):
+    for row in read_spec(path).get("mutant", []):
         if not isinstance(row, dict) or set(row) != {"id", "reason"}:
-            raise StatemetaError(f"{path}: each [[mutant]] has exactly an id and a reason: {row}")
+            raise SpecError(f"{path}: each [[mutant]] has exactly an id and a reason: {row}")
         if row["id"] in listed:
-            raise StatemetaError(f"{path}: mutant {row['id']} is listed twice")
+            raise SpecError(f"{path}: mutant {row['id']} is listed twice")
         listed[str(row["id"])] = str(row["reason"])
     return listed
 
