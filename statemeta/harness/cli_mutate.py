@@ -21,6 +21,7 @@ from statemeta.harness.mutate import (
     MutantResult,
     MutationReport,
     analyse,
+    load_listed,
     select_mutants,
 )
 from statemeta.interrupts import exit_code, interruptible
@@ -98,8 +99,10 @@ def report_lines(report: MutationReport) -> list[str]:
             f"{counts['survived']:>9}{counts['equivalent']:>11}{counts['error']:>6} "
             + ("-" if score is None else f"{score:.1%}")
         )
+    known = load_listed().open
     for result in report.survivors():
-        lines += ["", f"survived: {result.id}", result.diff]
+        needs = f" (open, needs: {known[result.id][0]})" if result.id in known else ""
+        lines += ["", f"survived: {result.id}{needs}", result.diff]
     for result in report.results:
         if result.status == "error":
             lines += ["", f"error: {result.id}: {result.detail}", result.diff]

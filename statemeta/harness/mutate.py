@@ -47,10 +47,13 @@ from statemeta.tables import read_spec, spec_dir
 __all__ = [
     "EQUIVALENTS_FILE",
     "MODULES",
+    "NEEDS",
+    "Listed",
     "MutantResult",
     "MutationReport",
     "analyse",
-    "load_equivalents",
+    "first_kill",
+    "load_listed",
     "run_mutant",
     "select_mutants",
 ]
@@ -158,18 +161,44 @@ class MutationReport:
         }
 
 
-def load_equivalents(path: Path | None = None) -> dict[str, str]:
-    """spec/equivalent-mutants.toml (or ``path``): each listed mutant's id and the reason it is
-    equivalent (SpecError naming the file for a malformed one)."""
+NEEDS = ("clock", "heartbeat", "reopen", "other")
+"""What an open survivor needs the harness to see (issue 33 item 2): deadlines and tick
+boundaries, heartbeat contents beyond entries, state across load and reopen, anything else."""
+
+
+@attrs.frozen
+class Listed:
+    """spec/equivalent-mutants.toml: the equivalent mutants, each with why no implementation
+    could tell it from the reference, and the open survivors (real gaps of the harness, each
+    with what it needs), kept until the harness kills them."""
+
+    equivalent: dict[str, str]
+    open: dict[str, tuple[str, str]]
+    """id -> (one of NEEDS, why)."""
+
+
+def load_listed(path: Path | None = None) -> Listed:
+    """spec/equivalent-mutants.toml, or ``path`` (SpecError naming the file if malformed)."""
     path = spec_dir() / EQUIVALENTS_FILE if path is None else path
-    listed: dict[str, str] = {}
-    for row in read_spec(path).get("mutant", []):
-        if not isinstance(row, dict) or set(row) != {"id", "reason"}:
-            raise SpecError(f"{path}: each [[mutant]] has exactly an id and a reason: {row}")
-        if row["id"] in listed:
-            raise SpecError(f"{path}: mutant {row['id']} is listed twice")
-        listed[str(row["id"])] = str(row["reason"])
-    return listed
+    doc = read_spec(path)
+    seen: set[str] = set()
+
+    def rows(table: str, keys: set[str]) -> list[dict[str, str]]:
+        found = doc.get(table, [])
+        for row in found:
+            if not isinstance(row, dict) or set(row) != keys:
+                raise SpecError(f"{path}: each [[{table}]] has exactly {sorted(keys)}: {row}")
+            if row["id"] in seen:
+                raise SpecError(f"{path}: mutant {row['id']} is listed twice")
+            seen.add(row["id"])
+            if table == "open" and row["needs"] not in NEEDS:
+                raise SpecError(f"{path}: {row['id']}: needs is one of {NEEDS}")
+        return list(found)
+
+    return Listed(
+        {r["id"]: r["reason"] for r in rows("equivalent", {"id", "reason"})},
+        {r["id"]: (r["needs"], r["reason"]) for r in rows("open", {"id", "needs", "reason"})},
+    )
 
 
 def select_mutants(
@@ -263,7 +292,7 @@ def run_mutant(
                                     f"statemeta-mutant[{mutant.id}]")
             except Exception as e:
                 return result("error", detail=f"import: {type(e).__name__}: {e}")
-            killed = _killed(sut, MODULES[mutant.module], seed, random_phase)
+            killed = first_kill(sut, MODULES[mutant.module], seed, random_phase)
     except _Timeout:
         return result("error", detail=f"timeout: past {timeout:g} s")
     finally:
@@ -277,7 +306,7 @@ def run_mutant(
     return result("survived")
 
 
-def _killed(
+def first_kill(
     sut: MutantAdapter, levels: tuple[int, ...], seed: int, random_phase: bool
 ) -> tuple[Phase, int, str] | None:
     """The phase, level and failure kind of the first divergence (None: none). The directed
@@ -330,7 +359,7 @@ def analyse(
     """Check every mutant on ``workers`` forked processes; ``done(result, n, total)`` after
     each. An ending signal (Interrupted) kills the workers and propagates."""
     todo = list(mutants)
-    listed = load_equivalents() if equivalents is None else equivalents
+    listed = load_listed().equivalent if equivalents is None else equivalents
     began = time.perf_counter()
     results: list[MutantResult] = []
     others = set(multiprocessing.active_children())
