@@ -29,6 +29,7 @@ from statemeta.diagrams import (
 from statemeta.explore.cli_explore import COMMANDS as EXPLORE_COMMANDS
 from statemeta.harness.campaign import COMMANDS as CAMPAIGN_COMMANDS
 from statemeta.harness.cli_check import COMMANDS as CHECK_COMMANDS
+from statemeta.harness.cli_mutate import COMMANDS as MUTATE_COMMANDS
 from statemeta.interrupts import exit_code, interruptible
 from statemeta.json_output import json_text
 from statemeta.lifecycle import (
@@ -208,6 +209,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
 
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in EXPLORE_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in CHECK_COMMANDS.items()})
+SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in MUTATE_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in CAMPAIGN_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in TOOL_COMMANDS.items()})
 SUBCOMMANDS.update({name: Subcommand(*entry) for name, entry in BENCH_COMMANDS.items()})

@@ -16,7 +16,7 @@ __all__ = ["BENCHMARKS", "COMMANDS", "configure_bench", "run_bench"]
 
 BENCHMARKS = (
     "lifecycle", "codec", "store", "meta", "harness", "memory", "explore", "linearizability",
-    "coverage",
+    "coverage", "mutate",
 )
 """The benchmark modules (benchmarks/bench_<name>.py), in the order they run."""
 
