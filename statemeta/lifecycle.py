@@ -55,6 +55,7 @@ from transitions import Event, EventData, Machine, State, Transition
 
 from statemeta.arguments import checked, checked_api
 from statemeta.errors import PreconditionError
+from statemeta.identity import OUTSIDE_KEY
 from statemeta.semantics import Profile, Semantics, as_profile
 from statemeta.tables import LIFECYCLE, Switch, TaskEvent, TaskStatus, TransitionRow
 
@@ -187,6 +188,12 @@ def _build_machine() -> tuple[Machine, dict[tuple[TaskStatus, TaskEvent], _Step]
 LIFECYCLE_MACHINE, _STEPS = _build_machine()
 
 
+_RECORDED = (
+    "recorded by each change and read by none: states that differ only here behave alike "
+    "(the level-1 view shows it, and a conformance check compares it at every step)"
+)
+
+
 @checked_api
 @attrs.define(eq=False)
 class TaskLifecycle:
@@ -195,15 +202,20 @@ class TaskLifecycle:
     ``semantics``: ``"intended"`` (the default), ``"seed"``, or a ``Profile`` of switches.
     """
 
-    listener: Listener | None = None
+    listener: Listener | None = attrs.field(default=None, metadata={
+        OUTSIDE_KEY: "None in a meta: the meta passes its listener to each call",
+    })
     profile: Profile = attrs.field(
-        default=Semantics.INTENDED.profile, converter=as_profile, kw_only=True, alias="semantics"
+        default=Semantics.INTENDED.profile, converter=as_profile, kw_only=True, alias="semantics",
+        metadata={OUTSIDE_KEY: "the run's semantics: the same in every state of one exploration"},
     )
     status: TaskStatus = attrs.field(init=False, default=LIFECYCLE.initial)
-    prev_status: TaskStatus | None = attrs.field(init=False)
+    prev_status: TaskStatus | None = attrs.field(init=False, metadata={OUTSIDE_KEY: _RECORDED})
     """The status before the last change (TDengine's prev.state); None before any change, or
     READY in the seed (L8)."""
-    prev_event: TaskEvent | None = attrs.field(init=False, default=None)
+    prev_event: TaskEvent | None = attrs.field(
+        init=False, default=None, metadata={OUTSIDE_KEY: _RECORDED}
+    )
     """The event of the last change; None after resume, reset or set_ready (prev.evt = 0)."""
     active: TaskEvent | None = attrs.field(init=False, default=None)
     """A started two-phase event awaiting complete()."""

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import operator
 import pickle
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, cast
 
 import attrs
@@ -50,6 +51,7 @@ from statemeta.codec.cached import encode
 from statemeta.errors import StatemetaError
 from statemeta.harness.operations import TaskSlot
 from statemeta.harness.reference import ReferenceAdapter
+from statemeta.identity import key_fields
 from statemeta.lifecycle import TaskLifecycle, TaskStatus
 from statemeta.meta import MetaState, TaskHandle, TimerKind
 from statemeta.meta.core import TASK_TABLE
@@ -68,6 +70,37 @@ _REMOVED = ("removed",)
 _DELETED = ("deleted",)
 _MAP_ONLY = ("map_only",)
 _NO_TWINS: frozenset[str] = frozenset()
+
+
+def _reader(cls: type[Any], without: frozenset[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function that reads, as a tuple, the fields of ``cls`` that are part of a state's
+    identity (statemeta.identity), less ``without`` (those the key reads its own way)."""
+    names = [name for name in key_fields(cls) if name not in without]
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        return lambda value: (one(value),)
+    return cast(Callable[[Any], tuple[Any, ...]], operator.attrgetter(*names))
+
+
+class _Part:
+    """A record's part of the key, read by its class's fields (a variant's subclass of a
+    record, with a field of its own, has that field read too)."""
+
+    def __init__(self, without: frozenset[str] = frozenset()) -> None:
+        self._without = without
+        self._readers: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
+
+    def __call__(self, value: Any) -> tuple[Any, ...]:
+        reader = self._readers.get(type(value))
+        if reader is None:
+            reader = self._readers[type(value)] = _reader(type(value), self._without)
+        return reader(value)
+
+
+_lifecycle_part = _Part()
+_entry_part = _Part(frozenset({"task", "lifecycle"}))
+"""An entry's runtime fields: its record is interned with its ids relabelled (``record``) and
+its lifecycle read by ``_lifecycle_part``."""
 
 
 def symmetry_classes(slots: Sequence[TaskSlot]) -> tuple[tuple[str, ...], ...]:
@@ -243,24 +276,10 @@ class StateAbstraction:
                 "mapped",
                 position,
                 record(entry.task, ids[slot]),
-                status,
-                lifecycle.saved,
-                lifecycle.active,
-                lifecycle.waiting,
-                entry.refcount,
-                entry.acquires,
-                entry.trigger_held,
-                entry.downstream_ready,
-                entry.timer_active,
-                entry.drop_pending,
-                entry.next_process_ver,
-                entry.checkpointing_id,
-                entry.checkpoint_trans_id,
-                entry.failed_checkpoint_id,
-                entry.update_nodes,
+                _lifecycle_part(lifecycle),
+                _entry_part(entry),
                 triggers.get(entry.incarnation),
                 tuple([(delay, rank) for _seq, delay, rank in sorted(armed)]) if armed else (),
-                entry.launch,
                 launches.get(entry.incarnation),
             ))
         for tid in entries.keys() - set(listed):  # list-map broken: never in the reference
@@ -392,62 +411,11 @@ def handle_ref(
     return _NO_HANDLE if rank is None else ("detached", rank)
 
 
-_ABSOLUTE_TIME = "absolute time: the key holds timers as delays from now, and no operation reads it"
-_COUNTS_ONLY = "counts only: no operation reads it"
-_REGISTRATION = (
-    "a registration number only names a registration: the key holds what a handle or timer "
-    "names (the live entry, a detached one by rank), not the number"
+KEY_RECORDS: tuple[type, ...] = (
+    MetaState, TaskEntry, TaskLifecycle, HeartbeatState, StartInfo, StartRound, Schedule,
+    ArmedTimer,
 )
+"""The state records the key reads: every field of each that its declaration does not mark
+``OUTSIDE_KEY`` (statemeta.identity), with the reason; tests/unit/test_state_key.py perturbs
+each field read and checks the key changes."""
 
-KEY_READS: dict[type, frozenset[str]] = {
-    MetaState: frozenset({
-        "stage", "role", "ids", "entries", "stream_count", "paused_count", "detached",
-        "removed", "loaded", "uncommitted", "start", "send_before_close", "heartbeat",
-        "schedule",
-    }),
-    TaskEntry: frozenset({
-        "task", "lifecycle", "refcount", "acquires", "trigger_held", "downstream_ready",
-        "timer_active", "drop_pending", "next_process_ver", "checkpointing_id",
-        "checkpoint_trans_id", "failed_checkpoint_id", "update_nodes", "launch",
-    }),
-    TaskLifecycle: frozenset({"status", "active", "waiting", "saved"}),
-    HeartbeatState: frozenset({"tick_counter", "timer"}),
-    StartInfo: frozenset({"round"}),
-    StartRound: frozenset({"members", "ready", "failed"}),
-    Schedule: frozenset({"armed"}),
-    ArmedTimer: frozenset({"seq", "due", "kind", "task", "incarnation"}),
-}
-"""The fields of each state record the key reads (``seq`` as the timers' order)."""
-
-KEY_IGNORES: dict[type, dict[str, str]] = {
-    MetaState: {
-        "vg_id": "the explored meta's vg_id is the same in every state",
-        "next_incarnation": _REGISTRATION,
-        "hb_sent": _COUNTS_ONLY,
-        "closed": "an explored meta is open between operations (a reopen opens a new one)",
-    },
-    TaskEntry: {
-        "id": "the map key it is stored under, which the key reads (through the list)",
-        "incarnation": _REGISTRATION,
-    },
-    TaskLifecycle: {
-        "listener": "None in a meta: the meta passes its listener to each call",
-        "profile": "the run's semantics: the same in every state of one exploration",
-        "prev_status": "no meta operation and no meta view reads it",
-        "prev_event": "no meta operation and no meta view reads it",
-    },
-    HeartbeatState: {"started_ms": _ABSOLUTE_TIME},
-    StartInfo: {
-        "completed": _COUNTS_ONLY,
-        "superseded": _COUNTS_ONLY,
-        "last": "the last round's result: only the start-complete callback receives it",
-    },
-    StartRound: {
-        "started_ms": _ABSOLUTE_TIME,
-        "member_set": "the members, as a set",
-    },
-    Schedule: {"next_seq": "only orders timers: the key holds their order as ranks"},
-    ArmedTimer: {"chain": "only a broken variant has more chains: its timers are in the key"},
-}
-"""The fields of each state record the key leaves out, and why (tests/unit/test_state_key.py
-checks that every field is read or ignored, and perturbs each one read)."""

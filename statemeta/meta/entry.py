@@ -12,6 +12,7 @@ from collections.abc import Callable
 import attrs
 
 from statemeta.codec import StreamTask, TaskId
+from statemeta.identity import OUTSIDE_KEY, REGISTRATION
 from statemeta.lifecycle import TaskLifecycle
 from statemeta.meta.launch import LaunchRetry
 
@@ -35,10 +36,12 @@ def expand_task(task: StreamTask, ver: int) -> StreamTask:
 class TaskEntry:
     """One task in the meta's map (and, once removed while still acquired, a detached one)."""
 
-    id: TaskId
+    id: TaskId = attrs.field(metadata={
+        OUTSIDE_KEY: "the map key it is stored under, which the key reads (through the list)",
+    })
     task: StreamTask
     lifecycle: TaskLifecycle
-    incarnation: int
+    incarnation: int = attrs.field(metadata={OUTSIDE_KEY: REGISTRATION})
     """Which registration or load made this entry; a TaskHandle and the entry's timers name it."""
     next_process_ver: int
     """chkInfo.nextProcessVer (processedVer is one less), set from ``ver`` by streamTaskInit."""
@@ -64,21 +67,15 @@ class TaskEntry:
 
     def copy(self) -> TaskEntry:
         """An independent copy: every field is an immutable value but the lifecycle."""
-        return TaskEntry(
-            self.id,
-            self.task,
-            self.lifecycle.copy(),
-            self.incarnation,
-            self.next_process_ver,
-            self.refcount,
-            self.acquires,
-            self.trigger_held,
-            self.downstream_ready,
-            self.timer_active,
-            self.drop_pending,
-            self.checkpointing_id,
-            self.checkpoint_trans_id,
-            self.failed_checkpoint_id,
-            self.update_nodes,
-            self.launch,
-        )
+        cls = type(self)
+        new = object.__new__(cls)
+        names = _FIELDS.get(cls)
+        if names is None:  # a subclass's fields too (a variant's, a test's)
+            names = _FIELDS[cls] = tuple(a.name for a in attrs.fields(cls))
+        for name in names:
+            object.__setattr__(new, name, getattr(self, name))
+        new.lifecycle = self.lifecycle.copy()
+        return new
+
+
+_FIELDS: dict[type[TaskEntry], tuple[str, ...]] = {}

@@ -21,6 +21,7 @@ from collections.abc import Callable, Container, Sized
 import attrs
 
 from statemeta.codec import TaskId
+from statemeta.identity import ABSOLUTE_TIME, COUNTS_ONLY, OUTSIDE_KEY
 from statemeta.views import StartRoundView
 
 __all__ = [
@@ -76,8 +77,10 @@ class StartRound:
     """One open round."""
 
     members: tuple[TaskId, ...]
-    started_ms: int
-    member_set: frozenset[TaskId] = attrs.field(init=False)
+    started_ms: int = attrs.field(metadata={OUTSIDE_KEY: ABSOLUTE_TIME})
+    member_set: frozenset[TaskId] = attrs.field(
+        init=False, metadata={OUTSIDE_KEY: "the members, as a set"}
+    )
     ready: dict[TaskId, LaunchResult] = attrs.field(factory=dict, init=False)
     """pReadyTaskSet: the ready results, in the order recorded."""
     failed: dict[TaskId, LaunchResult] = attrs.field(factory=dict, init=False)
@@ -153,9 +156,11 @@ class StartInfo:
     """The meta's start bookkeeping across rounds."""
 
     round: StartRound | None = None
-    completed: int = 0
-    superseded: int = 0
-    last: StartRoundResult | None = None
+    completed: int = attrs.field(default=0, metadata={OUTSIDE_KEY: COUNTS_ONLY})
+    superseded: int = attrs.field(default=0, metadata={OUTSIDE_KEY: COUNTS_ONLY})
+    last: StartRoundResult | None = attrs.field(default=None, metadata={
+        OUTSIDE_KEY: "the last round's result: only the start-complete callback receives it",
+    })
 
     def copy(self) -> StartInfo:
         r = self.round

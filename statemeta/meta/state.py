@@ -15,6 +15,7 @@ import enum
 import attrs
 
 from statemeta.codec import StreamTask, TaskId
+from statemeta.identity import ABSOLUTE_TIME, COUNTS_ONLY, OUTSIDE_KEY, REGISTRATION
 from statemeta.meta.entry import TaskEntry
 from statemeta.meta.start_round import StartInfo
 from statemeta.roles import Role
@@ -47,7 +48,9 @@ class ArmedTimer:
     """The task of a trigger or task timer."""
     incarnation: int = 0
     """The registration of ``task`` that armed it."""
-    chain: int = 0
+    chain: int = attrs.field(default=0, metadata={
+        OUTSIDE_KEY: "only a broken variant has more chains: its timers are in the key",
+    })
     """A heartbeat timer's chain (0: the meta's one)."""
 
 
@@ -56,7 +59,9 @@ class Schedule:
     """The armed timers, in arming order (``armed`` is keyed and ordered by ``seq``)."""
 
     armed: dict[int, ArmedTimer] = attrs.field(factory=dict)
-    next_seq: int = 1
+    next_seq: int = attrs.field(default=1, metadata={
+        OUTSIDE_KEY: "only orders timers: the key holds their order as ranks",
+    })
 
     def arm(
         self,
@@ -102,7 +107,7 @@ class HeartbeatState:
     """One heartbeat chain (heartbeat.py)."""
 
     tick_counter: int = 0
-    started_ms: int = 0
+    started_ms: int = attrs.field(default=0, metadata={OUTSIDE_KEY: ABSOLUTE_TIME})
     """hbStart: when the running chain first ticked as leader; 0 when not running."""
     timer: int | None = None
     """The seq of its armed tick; None when the chain is not running."""
@@ -118,7 +123,9 @@ class MetaState:
     Public and documented for reading (``StreamMeta.state``: the explorer's key, tests); only
     the meta changes it."""
 
-    vg_id: int
+    vg_id: int = attrs.field(metadata={
+        OUTSIDE_KEY: "the explored meta's vg_id is the same in every state",
+    })
     stage: int
     role: Role
     ids: list[TaskId] = attrs.field(factory=list)
@@ -133,18 +140,20 @@ class MetaState:
     """Ids this meta removed and that were not registered since."""
     loaded: bool = False
     """load_all has run since open (or since the last clear)."""
-    next_incarnation: int = 1
+    next_incarnation: int = attrs.field(default=1, metadata={OUTSIDE_KEY: REGISTRATION})
     """The registration number the next register or load gives."""
     uncommitted: dict[TaskId, StreamTask] = attrs.field(factory=dict)
     """The committed record of each task save_task changed since the last commit (a failed
     commit restores it)."""
     start: StartInfo = attrs.field(factory=StartInfo)
     send_before_close: bool = False
-    hb_sent: int = 0
+    hb_sent: int = attrs.field(default=0, metadata={OUTSIDE_KEY: COUNTS_ONLY})
     """hbCount: heartbeats handed to the transport."""
     heartbeat: HeartbeatState = attrs.field(factory=HeartbeatState)
     schedule: Schedule = attrs.field(factory=Schedule)
-    closed: bool = False
+    closed: bool = attrs.field(default=False, metadata={
+        OUTSIDE_KEY: "an explored meta is open between operations (a reopen opens a new one)",
+    })
 
     def copy(self) -> MetaState:
         """An independent copy (see the module docstring)."""
