@@ -59,7 +59,6 @@ def run(quick: bool) -> list[dict[str, Any]]:
     serial = [explore(bounds) for _ in range(repeats)]
     plain = explore(bounds, symmetry=False)
     unsubsumed = explore(bounds, subsume=False)
-    reduced = explore(bounds, partial_order=True)  # (which turns subsumption off)
     rate, serial_rate = _median_rate(parallel), _median_rate(serial)
     recorded = None if quick else RECORDED_SERIAL
     serial_seconds = statistics.median(r.stats.seconds for r in serial)
@@ -87,26 +86,6 @@ def run(quick: bool) -> list[dict[str, Any]]:
             "baseline": "" if recorded is None else "f6fcd3a, recorded 2026-12-05",
             "baseline_value": recorded,
             "ratio": None if recorded is None else round(serial_rate / recorded, 2),
-            "goal": "",
-        },
-        {
-            "name": f"transitions run with partial-order reduction (depth {depth}, 1 worker)",
-            "value": reduced.stats.transitions,
-            "unit": "transitions",
-            "baseline": "without it",
-            "baseline_value": unsubsumed.stats.transitions,
-            "ratio": round(reduced.stats.transitions / unsubsumed.stats.transitions, 3),
-            "goal": "< 1x",  # fewer transitions for the same states
-        },
-        {
-            "name": f"explore states/s with partial-order reduction (depth {depth}, 1 worker)",
-            "value": round(reduced.stats.states_per_second, 1),
-            "unit": "states/s",
-            "baseline": "without it",
-            "baseline_value": round(unsubsumed.stats.states_per_second, 1),
-            "ratio": round(
-                reduced.stats.states_per_second / unsubsumed.stats.states_per_second, 2
-            ),
             "goal": "",
         },
         {

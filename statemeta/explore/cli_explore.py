@@ -79,9 +79,6 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
                         help="explore a state again wherever it is met with other budgets "
                         "left (by default a node with at most each budget of one explored in "
                         "its state is not: docs/formal-checking.md)")
-    parser.add_argument("--partial-order", action="store_true",
-                        help="partial-order reduction (sleep sets): the same states, fewer "
-                        "transitions (docs/formal-checking.md)")
     parser.add_argument("--workers", type=int_in(1, MAX_WORKERS), default=DEFAULT_WORKERS,
                         help="processes expanding each large level; the result is the same "
                         "for any number (default: %(default)s)")
@@ -174,7 +171,6 @@ def _search(
                 bounds,
                 variant=variant,
                 symmetry=args.symmetry,
-                partial_order=args.partial_order,
                 subsume=args.subsume,
                 keep_paths=keep_paths,
                 progress=progress,

@@ -69,8 +69,6 @@ def report(result: Exploration) -> dict[str, Any]:
         "states": stats.states,
         "transitions": stats.transitions,
         "mirrored_transitions": stats.mirrored,
-        "partial_order": result.partial_order,
-        "sleeping_transitions": stats.slept,
         "refused_transitions": stats.refused,
         "fingerprint_bits": FINGERPRINT_BITS,
         "collision_probability": collision_probability(stats.states),
@@ -123,8 +121,6 @@ def format_report(doc: dict[str, Any]) -> str:
         f"states first found per depth: {doc['states_per_depth']}",
         f"transitions not run as mirrors of symmetric ones: {doc['mirrored_transitions']}"
         f"; as refusals on unmapped tasks: {doc['refused_transitions']}"
-        + (f"; not run by partial-order reduction: {doc['sleeping_transitions']}"
-           if doc["partial_order"] else "")
         + f"; worker processes: {doc['workers']}"
         + (f" (on the cluster at {doc['cluster']})" if doc["cluster"] else ""),
         f"seen set: {doc['fingerprint_bits']}-bit fingerprints (probability that two states "

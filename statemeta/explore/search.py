@@ -51,13 +51,7 @@ import attrs
 from statemeta.codec import TaskId, decode_task, decode_task_key
 from statemeta.errors import InvariantViolation, StatemetaError
 from statemeta.explore.bounds import BUDGETED, Bounds
-from statemeta.explore.state import (
-    Fingerprint,
-    Parts,
-    StateAbstraction,
-    fingerprint,
-    related_slots,
-)
+from statemeta.explore.state import Fingerprint, StateAbstraction, fingerprint
 from statemeta.harness.failure import Failure, Step
 from statemeta.harness.keeper import die_with_parent
 from statemeta.harness.normalize import Json
@@ -115,10 +109,6 @@ class Stats:
     """Transitions not run because they mirror one that was: the operation names a twin slot
     (interchangeable with an earlier slot of its class, and in the same state), so its
     successor is a relabelling of the earlier slot's (docs/formal-checking.md)."""
-    slept: int = 0
-    """Transitions not run by the partial-order reduction: the operation is in the state's
-    sleep set (it commutes with the path's last operation, and its successor is reached the
-    other way round: docs/formal-checking.md)."""
     refused: int = 0
     """Transitions of the reference alone not run because the operation names a task the meta
     does not map and the operation table says it changes nothing there (``unmapped_result``):
@@ -214,8 +204,6 @@ class Exploration:
     """Each distinct failure, in the order found (shortest first); without all_violations,
     the one that stopped the search."""
     all_violations: bool = False
-    partial_order: bool = False
-    """Sleep sets were on: ``stats.slept`` transitions were not run."""
     class_paths: dict[str, tuple[Op, ...]] = attrs.field(factory=dict)
     """With ``classes``: each class of behaviour (statemeta.harness.coverage_model) reached,
     with the first path that reaches it in the serial order (a shortest one)."""
@@ -273,8 +261,6 @@ class _Visit:
     twins: frozenset[str]
     system: System | None
     """Its adapters; None after a parallel level (a worker rebuilds them from the path)."""
-    sleep: frozenset[int] = frozenset()
-    """With partial-order reduction: the operations (alphabet indices) not run from it."""
 
 
 @attrs.frozen
@@ -290,7 +276,6 @@ class _Child:
     left: Budgets
     twins: frozenset[str]
     system: System | None
-    sleep: frozenset[int] = frozenset()
 
 
 @attrs.define
@@ -304,12 +289,8 @@ class _Expansion:
     """The failures met, in order; without all_violations the expansion stops at the first."""
     transitions: int = 0
     mirrored: int = 0
-    slept: int = 0
     refused: int = 0
     step_seconds: float = 0.0
-    again: list[tuple[Hashable, Budgets]] = attrs.field(factory=list)
-    """The keys and budgets of successors of this level that it met again after finding them (with
-    partial-order reduction, such a state is expanded with no sleep set)."""
     lifecycle_rows: Counter[TransitionRow] = attrs.field(factory=Counter)
     """A worker's coverage and statuses, which the parent adds to its own."""
     role_rows: Counter[tuple[Role, RoleEvent, Role]] = attrs.field(factory=Counter)
@@ -338,14 +319,8 @@ class _Level:
     adapters found; after a parallel level, on adapters rebuilt from their paths)."""
     all_violations: bool = False
     """Go on past a failure (the failing state is dropped)."""
-    partial_order: bool = False
-    """Sleep sets over operations on unrelated slots that change only their own slot."""
     subsume: bool = True
-    """Drop the nodes ``covered`` subsumes (not with partial-order reduction, whose sleep sets
-    hold for one path)."""
-    slot_index: dict[str, int] = attrs.field(factory=dict)
-    """Each slot's place in the key's parts."""
-    related: dict[str, frozenset[str]] = attrs.field(factory=dict)
+    """Drop the nodes ``covered`` subsumes."""
     known_classes: frozenset[str] | None = None
     """With classes counted: those reached at earlier levels."""
 
@@ -373,7 +348,6 @@ def explore(
     semantics: Semantics | str = Semantics.INTENDED,
     all_violations: bool = False,
     cluster: Executor | None = None,
-    partial_order: bool = False,
     classes: bool = False,
     subsume: bool = True,
 ) -> Exploration:
@@ -387,10 +361,7 @@ def explore(
     (the ``fork`` start method: not on Windows). With ``cluster`` the large levels are expanded
     there instead, by the same function (``_expand_partition``), with the same result.
 
-    With ``partial_order`` an operation is not run from a state where it commutes with the
-    last operation of the state's path and was run before it (sleep sets): the same states,
-    fewer transitions (docs/formal-checking.md). With ``subsume`` (and without partial-order
-    reduction) a node is not explored where a node in the same state with as many of each
+    With ``subsume`` a node is not explored where a node in the same state with as many of each
     budget left was (``Covered``): the same verdicts and counterexample lengths, fewer nodes.
     With ``classes`` the reference counts the
     classes of behaviour of every transition, and the result names a shortest path to each
@@ -399,8 +370,7 @@ def explore(
         raise ValueError(f"workers must be at least 1, not {workers}")
     started = time.perf_counter()
     semantics = Semantics.of(semantics)
-    context = _Context(bounds, variant, semantics, symmetry, all_violations, partial_order,
-                       classes, subsume)
+    context = _Context(bounds, variant, semantics, symmetry, all_violations, classes, subsume)
     abstraction, alphabet, root = _setup(context)
     start = functools.partial(_start, bounds.level, variant, semantics)
     coverage = root[0].coverage
@@ -442,15 +412,12 @@ def explore(
         failures = [f for e in expansions for f in e.failures]  # in the serial order
         first = failures[0] if failures and not all_violations else None
         next_frontier: list[_Visit] = []
-        found_here: dict[Fingerprint, int] = {}
-        """This level's new states, by their place in the next frontier."""
         new_states = 0
         for expansion in expansions:
             if first is not None and expansion.start > first.position:
                 break  # the serial search stops at the failure: it never gets here
             stats.transitions += expansion.transitions
             stats.mirrored += expansion.mirrored
-            stats.slept += expansion.slept
             stats.refused += expansion.refused
             stats.step_seconds += expansion.step_seconds
             coverage.lifecycle_rows.update(expansion.lifecycle_rows)
@@ -464,7 +431,6 @@ def explore(
                     class_paths[cls] = (*path, alphabet[op_index][0])
             for child in expansion.found:  # a failing expansion found nothing after it
                 if child.fingerprint in parents:
-                    _wake(next_frontier, found_here.get(child.fingerprint))
                     continue  # an earlier run of the frontier found it
                 if level.subsume and _covers(covered, child.state, child.left):
                     continue  # an earlier run of the frontier found a node that subsumes it
@@ -474,13 +440,10 @@ def explore(
                 has_child.add(parent)
                 new_states += 1
                 if level.keep_systems:
-                    found_here[child.fingerprint] = len(next_frontier)
                     next_frontier.append(_Visit(
                         child.key, child.fingerprint, child.state, child.left, child.twins,
-                        child.system, child.sleep,
+                        child.system,
                     ))
-            for again, left in expansion.again:
-                _wake(next_frontier, found_here.get(_node(fingerprint(again), left)))
         stats.states += new_states
         stats.per_depth.append(new_states)
         for failure_found in failures[:1] if first is not None else failures:
@@ -523,7 +486,6 @@ def explore(
         semantics=semantics,
         violations=found,
         all_violations=all_violations,
-        partial_order=partial_order,
         class_paths=class_paths,
     )
 
@@ -538,7 +500,6 @@ class _Context:
     semantics: Semantics
     symmetry: bool
     all_violations: bool
-    partial_order: bool = False
     classes: bool = False
     subsume: bool = True
 
@@ -554,23 +515,12 @@ def _level(
     known_classes: frozenset[str] = frozenset(),
 ) -> _Level:
     abstraction, alphabet, root = setup
-    slots = context.bounds.slots
     return _Level(
         abstraction, alphabet, root, root[0].coverage, parents, covered, frontier,
         keep_systems=keep_systems, all_violations=context.all_violations,
-        partial_order=context.partial_order,
-        subsume=context.subsume and not context.partial_order,
-        slot_index={s.name: i for i, s in enumerate(slots)}, related=related_slots(slots),
+        subsume=context.subsume,
         known_classes=known_classes if context.classes else None,
     )
-
-
-def _wake(frontier: list[_Visit], place: int | None) -> None:
-    """A state of the next level met again on another path: expanded with no sleep set (a
-    sleep set holds only for the one path it was made on; the paths may label the
-    interchangeable slots differently, so the sets are not intersected)."""
-    if place is not None and frontier[place].sleep:
-        frontier[place] = attrs.evolve(frontier[place], sleep=frozenset())
 
 
 def _setup(context: _Context) -> tuple[StateAbstraction, _Alphabet, System]:
@@ -672,9 +622,8 @@ def _expand_counted(
     return expansion
 
 
-_Shipped = tuple[int, tuple[Op, ...], Budgets, frozenset[int]]
-"""A state of the frontier as a cluster's worker receives it: position, path, budgets left,
-sleep set."""
+_Shipped = tuple[int, tuple[Op, ...], Budgets]
+"""A state of the frontier as a cluster's worker receives it: position, path, budgets left."""
 CLUSTER_RESULTS: tuple[type, ...] = (
     _Expansion, _Child, _Found, Failure, Op, TaskId, LaunchRetry, TransitionRow,
     TaskStatus, TaskEvent, Role, RoleEvent,
@@ -693,13 +642,12 @@ def _expand_on_cluster(level: _Level, context: _Context, cluster: Executor) -> l
     partitions: list[list[_Shipped]] = [[] for _ in range(parts)]
     for position, visit in enumerate(level.frontier):
         path = tuple(_path(level.parents, visit.fingerprint))
-        partitions[visit.fingerprint % parts].append((position, path, visit.left, visit.sleep))
+        partitions[visit.fingerprint % parts].append((position, path, visit.left))
     expand = functools.partial(_expand_partition, context)
     found = cluster.map(expand, [p for p in partitions if p])
     adopt = functools.partial(_adopt, level.abstraction, len(level.root) > 1)
     return sorted(
-        (attrs.evolve(e, found=[_adopted(c, adopt(c.key)) for c in e.found],
-                      again=[(adopt(k), left) for k, left in e.again])
+        (attrs.evolve(e, found=[_adopted(c, adopt(c.key)) for c in e.found])
          for expansions in found for e in expansions),
         key=lambda e: e.start,
     )
@@ -737,11 +685,11 @@ def _expand_partition(context: _Context, partition: list[_Shipped]) -> list[_Exp
     seen: set[Fingerprint] = set()
     covered: Covered = {}
     out: list[_Expansion] = []
-    for position, path, left, sleep in partition:
+    for position, path, left in partition:
         system = _replay(level, path)
         key, twins = _key(abstraction, system)
         state = fingerprint(key)
-        level.frontier = [_Visit(key, _node(state, left), state, left, twins, system, sleep)]
+        level.frontier = [_Visit(key, _node(state, left), state, left, twins, system)]
         expansion = _expand_counted(level, range(1), seen, covered)
         out.append(attrs.evolve(
             expansion,
@@ -786,11 +734,7 @@ def _expand(
     successors no earlier level had and no node explored subsumes, each state checked once;
     stops at the first failure (with all_violations: records it, drops the failing state and
     goes on). ``seen`` and ``covered``: the successors already found by the caller's earlier
-    expansions.
-
-    With partial-order reduction, an operation in the state's sleep set is not run, and each
-    successor gets the sleep set of the operations that commute with the one that found it
-    (``_Sleep``)."""
+    expansions."""
     expansion = _Expansion(positions.start)
     seen = set() if seen is None else seen
     covered = {} if covered is None else covered
@@ -803,7 +747,6 @@ def _expand(
     for position in positions:
         visit = level.frontier[position]
         system = visit.system if visit.system is not None else _rebuild(level, visit)
-        sleep = _Sleep(level, visit, system) if level.partial_order else None
         work: System | None = None
         mapped = (  # a variant may not refuse; a refusal is a class of its own
             system[0].meta.state.entries
@@ -813,9 +756,6 @@ def _expand(
         for op_index, (op, budget, slot, guarded, needs) in enumerate(level.alphabet):
             if slot in visit.twins:
                 expansion.mirrored += 1
-                continue
-            if op_index in visit.sleep:
-                expansion.slept += 1
                 continue
             if needs is not None and mapped is not None and needs not in mapped:
                 expansion.refused += 1
@@ -846,24 +786,11 @@ def _expand(
                     if cls not in known and cls not in first:
                         first.add(cls)
                         expansion.first_classes.append((cls, position, op_index))
-            if sleep is None:
-                child, twins = _key(abstraction, work)
-                local = False
-            else:
-                child, twins, parts = _key_parts(abstraction, work)
-                local = sleep.ran(slot, parts, spent=child_left != visit.left)
+            child, twins = _key(abstraction, work)
             if child == visit.key and (subsume or child_left == visit.left):
-                if sleep is None:
-                    continue  # the same node, or one it subsumes: keep the fork for the next
-                if local:
-                    sleep.done(op_index)
-                if not sleep.unchanged:
-                    work = None  # a relabelling of it: the next operation runs on a fresh fork
-                continue
+                continue  # the same node, or one it subsumes: keep the fork for the next
             state = fingerprint(child)
             child_print = _node(state, child_left)
-            if sleep is not None and child_print in seen and child_print not in parents:
-                expansion.again.append((child, child_left))
             if (
                 child_print not in parents
                 and child_print not in seen
@@ -884,59 +811,11 @@ def _expand(
                 expansion.found.append(_Child(
                     position, op_index, child, child_print, state, child_left, twins,
                     work if keep_systems else None,
-                    sleep.after(slot) if sleep is not None and local else frozenset(),
                 ))
-            if local:
-                assert sleep is not None
-                sleep.done(op_index)
             work = None
         if tick is not None:
             tick(expansion)
     return expansion
-
-
-class _Sleep:
-    """The partial-order reduction's view of one state's expansion (sleep sets,
-    docs/formal-checking.md). An operation is *local* where it names a slot and changes no
-    part of the state but that slot's signature (nothing meta-wide, no budget, no other
-    slot), on every side. Two local operations on unrelated slots commute: each reads only
-    its own slot and the meta-wide state, which the other leaves as it is. A successor found
-    by a local operation ``b`` sleeps on every local operation run before ``b`` from this
-    state, and on every operation this state sleeps on, that names another slot than ``b``
-    and none related to it: its successor is reached the other way round."""
-
-    def __init__(self, level: _Level, visit: _Visit, system: System) -> None:
-        self._level = level
-        self._parts = _key_parts(level.abstraction, system)[2]
-        self._done: list[tuple[int, str]] = [
-            (i, cast(str, level.alphabet[i][2])) for i in sorted(visit.sleep)
-        ]
-        self.unchanged = True
-        """The last operation left every part of the state as it was (not relabelled)."""
-
-    def ran(self, slot: str | None, parts: tuple[Parts, ...], *, spent: bool) -> bool:
-        """Whether the operation just run, which led to ``parts`` (and ``spent`` a budget),
-        was local."""
-        self.unchanged = parts == self._parts
-        if slot is None or spent:
-            return False
-        place = self._level.slot_index[slot]
-        for (overall, sigs), (overall_now, sigs_now) in zip(self._parts, parts, strict=True):
-            if overall != overall_now:
-                return False
-            for i, (sig, sig_now) in enumerate(zip(sigs, sigs_now, strict=True)):
-                if i != place and sig != sig_now:
-                    return False
-        return True
-
-    def done(self, op_index: int) -> None:
-        self._done.append((op_index, cast(str, self._level.alphabet[op_index][2])))
-
-    def after(self, slot: str | None) -> frozenset[int]:
-        """The sleep set of the successor a local operation on ``slot`` found."""
-        assert slot is not None
-        related = self._level.related[slot]
-        return frozenset(i for i, other in self._done if other != slot and other not in related)
 
 
 class ForkableReference(ReferenceAdapter):
@@ -993,17 +872,6 @@ def _key(abstraction: StateAbstraction, system: System) -> tuple[Hashable, froze
         return key, twins
     variant_key, variant_twins = abstraction.key_and_twins(system[1], None)
     return (key, variant_key), twins & variant_twins
-
-
-def _key_parts(
-    abstraction: StateAbstraction, system: System
-) -> tuple[Hashable, frozenset[str], tuple[Parts, ...]]:
-    """``_key``, and each side's parts (state.py ``key_parts``)."""
-    key, twins, parts = abstraction.key_parts(system[0])
-    if len(system) == 1:
-        return key, twins, (parts,)
-    variant_key, variant_twins, variant_parts = abstraction.key_parts(system[1], None)
-    return (key, variant_key), twins & variant_twins, (parts, variant_parts)
 
 
 def _node(state: Fingerprint, left: Budgets) -> Fingerprint:

@@ -60,13 +60,6 @@ from statemeta.store import FaultyStore, MemoryStore
 
 StateKey = Hashable
 Fingerprint = int
-Parts = tuple[Hashable, tuple[tuple[Any, ...], ...]]
-"""A state as its key reads it before the relabelling, for partial-order reduction: the
-meta-wide part (with the task list's length) less the counters
-``stream_count`` and ``paused_count``, and each slot's signature in pool order. The counters
-are left out because operations only move them (by an amount their own task's state
-decides: no operation reads them; views and invariants do), so moves on two tasks commute;
-the list's length is in because ``register`` and ``load_all`` read it (a task's place)."""
 FINGERPRINT_BITS = 64
 """The seen set keeps each state's fingerprint, not its key (TLC's approach)."""
 
@@ -90,20 +83,6 @@ def symmetry_classes(slots: Sequence[TaskSlot]) -> tuple[tuple[str, ...], ...]:
         )
         classes.setdefault(shape, []).append(s.name)
     return tuple(tuple(names) for names in classes.values())
-
-
-def related_slots(slots: Sequence[TaskSlot]) -> dict[str, frozenset[str]]:
-    """Each slot's related slots: those whose record names it or that its record names (a
-    stream task and its fill-history task)."""
-    ids = {s.id: s.name for s in slots}
-    names = {
-        s.name: {ids[t] for t in (s.record.h_task_id, s.record.stream_task_id) if t in ids}
-        for s in slots
-    }
-    return {
-        s.name: frozenset(names[s.name] | {o for o in names if s.name in names[o]}) - {s.name}
-        for s in slots
-    }
 
 
 def _without_ids(record: StreamTask) -> StreamTask:
@@ -219,22 +198,12 @@ class StateAbstraction:
         """The key, and the twins: each slot whose signature equals that of an earlier slot of
         its class. Swapping the two leaves the state as it is, so an operation on the twin
         leads to a relabelling of what the same operation on the earlier slot leads to."""
-        key, twins, _parts = self._key(adapter, extra, parts=False)
-        return key, twins
-
-    def key_parts(
-        self, adapter: ReferenceAdapter, extra: Hashable = None
-    ) -> tuple[StateKey, frozenset[str], Parts]:
-        """The key, the twins, and the parts the key is made of before the relabelling (what
-        partial-order reduction compares to see which slots an operation changed)."""
-        key, twins, parts = self._key(adapter, extra, parts=True)
-        assert parts is not None
-        return key, twins, parts
+        return self._key(adapter, extra)
 
     def _key(
-        self, adapter: ReferenceAdapter, extra: Hashable, *, parts: bool
-    ) -> tuple[StateKey, frozenset[str], Parts | None]:
-        """The key, the twins and (if asked) the parts."""
+        self, adapter: ReferenceAdapter, extra: Hashable
+    ) -> tuple[StateKey, frozenset[str]]:
+        """The key and the twins."""
         meta = adapter.meta
         state = meta.state  # the meta's public state (statemeta.meta.state), read only
         store = adapter.store
@@ -351,10 +320,7 @@ class StateAbstraction:
                 if signatures[j] in signatures[:j]:
                     twins = twins | {self._names[members[j]]}
             classes.append(tuple(sorted(signatures, key=hash)))
-        if not parts:
-            return (overall, tuple(classes)), twins, None
-        shared = (len(listed), *overall[:3], *overall[5:])  # less the counters
-        return (overall, tuple(classes)), twins, (shared, slot_sigs)
+        return (overall, tuple(classes)), twins
 
     def adopt(self, key: StateKey) -> StateKey:
         """A key computed in another process, in this process's canonical form. A class of

@@ -9,8 +9,9 @@ The seed's timing, in both semantics (shared reference §2.2, §8.6): a meta has
 every re-arm is ``taosTmrReset`` on one handle, which re-arms a timer still waiting instead of
 starting another. Each election (``streamMetaStartHb``, LEADER -> LEADER included) ticks once
 at once (``start``), so the first heartbeat comes 24 ticks (4.8 s) after it, and a re-election
-can send at once. The tick counter is reset only when a message is sent: ticks counted before a
-follower period carry over into the next leader period. An snode's chain, armed at open, first
+can send at once. The tick counter is reset at every 25th tick, whether or not a message goes
+(waitForEnoughDuration; with no task to report none does), and only then: ticks counted before
+a follower period carry over into the next leader period. An snode's chain, armed at open, first
 ticks 200 ms later (``arm``). The chain stops as soon as the meta stops being leader (the seed's
 dies at its next tick, which only clears hbStart).
 

@@ -19,8 +19,7 @@ SMALL = attrs.evolve(Bounds(), max_depth=3)
 
 
 def verdicts(result: Exploration) -> tuple[object, ...]:
-    """What a reduction must keep: rows, statuses, violations (shared with
-    test_partial_order.py, which also compares the states)."""
+    """What a reduction must keep: rows, statuses, violations."""
     return (
         set(result.coverage.lifecycle_rows),
         set(result.coverage.role_rows),

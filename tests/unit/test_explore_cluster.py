@@ -78,15 +78,6 @@ def test_the_cluster_finds_the_states_the_local_search_finds(cluster: DaskCluste
     _same(local, far)
 
 
-def test_the_cluster_runs_the_reduced_search(cluster: DaskCluster) -> None:
-    """With partial-order reduction: the sleep sets travel with the states, and the states a
-    worker met twice (in its own form) are found here."""
-    local = explore(SMALL, partial_order=True)
-    far = explore(SMALL, partial_order=True, cluster=cluster)
-    assert far.stats.slept == local.stats.slept > 0
-    _same(local, far)
-
-
 def test_the_cluster_finds_the_shortest_counterexample(cluster: DaskCluster) -> None:
     for variant in ("register_without_commit", "release_below_zero"):
         local = explore(SMALL, variant=variant)
