@@ -36,7 +36,7 @@ RunFunction = Callable[[bool], list[dict[str, Any]]]
 """A benchmark module's ``run(quick)``."""
 
 LEGEND = (
-    "value and baseline: medians of the runs; spread: half their range over the median;\n"
+    "value and baseline: medians of the runs; spread: half their range / the median;\n"
     f"verdict k/n: met in k of n runs ({Verdict.MET}: all, {Verdict.NOT_MET}: none, "
     f"{Verdict.UNSURE}: some);\n{Verdict.INFO}: no goal; "
     f"{Verdict.UNREADABLE}: goal not machine-readable (benchmarks/_table.py)"

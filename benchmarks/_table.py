@@ -13,6 +13,7 @@ as large as the margin). The table fits an 80-column terminal: two lines per mea
 
 from __future__ import annotations
 
+import collections
 import enum
 import operator
 import re
@@ -80,16 +81,19 @@ def _median(values: Sequence[float | None]) -> float | None:
 
 
 def combine(runs: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One row per measure over a module's runs, in the order the first run gave them.
+    """One row per measure over a module's runs, in the order the first run gave them: the
+    n-th row of each name in every run (a baseline's description may change between runs).
 
     The row's ``value``, ``baseline_value`` and ``ratio`` are the medians of the runs that gave
     the measure; ``values``, ``ratios`` and ``verdicts`` keep every run's, which the spread and
     the verdict's confidence are read from: one run's figure says nothing of its noise.
     """
-    samples: dict[str, list[dict[str, Any]]] = {}
+    samples: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for rows in runs:
-        for row in rows:
-            samples.setdefault(row["name"], []).append(row)
+        seen: collections.Counter[str] = collections.Counter()
+        for row in rows:  # the n-th row of a name: two measures may share one (other baselines)
+            samples.setdefault((row["name"], seen[row["name"]]), []).append(row)
+            seen[row["name"]] += 1
     combined = []
     for rows in samples.values():
         combined.append(

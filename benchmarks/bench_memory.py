@@ -10,7 +10,8 @@ examples: its growth is large), is the search as one Hypothesis run (what statem
 before ``run_machine`` split it: Hypothesis keeps every example of a run). Goal: under 1 MB
 per 10,000 operations. ``--quick`` runs examples of 5 steps in Hypothesis runs of 100 rule
 calls (``BATCH_EXAMPLES_MIN`` examples) instead of 200 steps in runs of ``BATCH_CALLS``
-(10,000), so that the warm-up and many runs fit in about a minute.
+(10,000): the warm-up and many runs, 55.9 s in the run docs/property-suite.md shows, 252 s for one
+run at a load average of about 7 (2026-12-07).
 Run: ``python -m benchmarks.bench_memory [--quick]``.
 """
 
@@ -135,7 +136,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small runs: under a minute")
+    parser.add_argument("--quick", action="store_true", help="small runs (minutes, loaded)")
     parser.add_argument("--worker", nargs=4, metavar=("KIND", "EXAMPLES", "STEPS", "CALLS"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -108,6 +108,15 @@ def test_a_measure_over_runs_is_their_median_with_every_run_kept() -> None:
     assert spread(row) == "±17%"  # (14 - 10) / 2 / 12
 
 
+def test_two_measures_of_one_name_stay_two_rows() -> None:
+    """lifecycle's ``handle (applied row)`` against two baselines: one goal each, never mixed."""
+    run = [{**_row(8.0, 1.0, "<= 1.5x"), "name": "handle"},
+           {**_row(8.0, 10.0, ""), "name": "handle", "baseline": "dict lookup"}]
+    first, second = combine([run, run, run])
+    assert (verdict(first), confidence(first)) == (Verdict.MET, "3/3")
+    assert verdict(second) is Verdict.INFO and second["baseline"] == "dict lookup"
+
+
 @pytest.mark.parametrize(
     ("pairs", "expected", "stated"),
     [
@@ -224,6 +233,7 @@ def test_a_failing_module_does_not_stop_the_others(
     met = len(BENCHMARKS) - 3  # all but codec, meta and explore
     assert sum(line.endswith("  met 2/2") for line in printed.out.splitlines()) == met
     assert "2 runs each" in printed.out
+    assert max(len(line) for line in printed.out.splitlines()) <= WIDTH  # the legend too
     assert "explore ..." in printed.err
 
     document = json.loads(out.read_text())

@@ -7,6 +7,8 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -73,3 +75,38 @@ def test_hypothesis_passes_an_interrupt_on_without_concluding_the_example() -> N
 
     with pytest.raises(Interrupted):
         draws()
+
+
+SERVE = f"{sys.executable} -m statemeta.serve"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="POSIX signals")
+@pytest.mark.parametrize("delay", [0.0, 0.7, 1.9])
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_at_any_moment_of_check_ends_it_with_one_line_and_128_plus_n(
+    name: str, delay: float
+) -> None:
+    """Issue 34, finding 10, end to end: ``check`` signalled during its run (the directed corpus,
+    the random examples, a shrink) ends with its one line and 128 + N, never a Hypothesis
+    traceback and exit 1. The delays count from the first line ``check`` prints."""
+    number = getattr(signal, name)
+    check = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from statemeta.cli import main; "
+         "sys.exit(main(sys.argv[1:]))", "check", "--sut", SERVE, "--level", "3",
+         "--examples", "100000", "--seed", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert check.stdout is not None and check.stdout.readline().startswith("checking ")
+        time.sleep(delay)
+        check.send_signal(number)
+        _, err = check.communicate(timeout=60)
+    finally:
+        if check.poll() is None:
+            check.kill()
+            check.wait()
+    assert check.returncode == 128 + number, err[-2000:]
+    assert "Traceback" not in err and "Flaky" not in err, err[-2000:]
+    assert err.strip().splitlines() == [
+        f"interrupted by {name}: ended {SERVE!r} and every process it started"
+    ], err[-2000:]
