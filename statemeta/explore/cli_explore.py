@@ -15,6 +15,7 @@ import attrs
 
 from statemeta.cli_args import (
     MAX_WORKERS,
+    add_callers,
     add_semantics,
     cluster_address,
     command_line,
@@ -90,6 +91,7 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
                         "(tcp://HOST:PORT; pip install 'statemeta[cluster]'); the result is "
                         "the same")
     add_semantics(parser, default=Semantics.INTENDED.value)
+    add_callers(parser)
     parser.add_argument("--all-violations", action="store_true",
                         help="go on past a failure and report every distinct (invariant, "
                         "operation) violation, each with a shortest trace in --trace-dir "
@@ -180,6 +182,7 @@ def _search(
                 progress=progress,
                 workers=args.workers,
                 semantics=args.semantics,
+                callers=args.callers,
                 all_violations=all_violations(args),
                 cluster=cluster,
             )

@@ -58,6 +58,7 @@ from statemeta.explore.state import (
     fingerprint,
     related_slots,
 )
+from statemeta.harness.callers import Callers
 from statemeta.harness.failure import Failure, Step
 from statemeta.harness.keeper import die_with_parent
 from statemeta.harness.normalize import Json
@@ -219,6 +220,9 @@ class Exploration:
     class_paths: dict[str, tuple[Op, ...]] = attrs.field(factory=dict)
     """With ``classes``: each class of behaviour (statemeta.harness.coverage_model) reached,
     with the first path that reaches it in the serial order (a shortest one)."""
+    callers: Callers = Callers.DIRECT
+    """Who called the meta: with ``Callers.VNODE`` only the calls the vnode's callers make
+    (statemeta.harness.callers) were run."""
 
 
 class _Failure(Exception):
@@ -348,6 +352,8 @@ class _Level:
     related: dict[str, frozenset[str]] = attrs.field(factory=dict)
     known_classes: frozenset[str] | None = None
     """With classes counted: those reached at earlier levels."""
+    vnode: bool = False
+    """Only the calls the vnode's callers make (``ReferenceAdapter.caller_broken``)."""
 
 
 PARALLEL_MIN_STATES = 64
@@ -376,6 +382,7 @@ def explore(
     partial_order: bool = False,
     classes: bool = False,
     subsume: bool = True,
+    callers: Callers | str = Callers.DIRECT,
 ) -> Exploration:
     """Visit every state reachable within ``bounds`` of the reference in ``semantics`` (and
     of ``variant`` in it); stop at the first failure, or with ``all_violations`` collect the
@@ -394,15 +401,17 @@ def explore(
     budget left was (``Covered``): the same verdicts and counterexample lengths, fewer nodes.
     With ``classes`` the reference counts the
     classes of behaviour of every transition, and the result names a shortest path to each
-    (``class_paths``: the directed corpus)."""
+    (``class_paths``: the directed corpus). With ``callers`` vnode only the calls that break
+    no rule of the vnode's call discipline are run (statemeta.harness.callers)."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     started = time.perf_counter()
     semantics = Semantics.of(semantics)
+    callers = Callers.of(callers)
     context = _Context(bounds, variant, semantics, symmetry, all_violations, partial_order,
-                       classes, subsume)
+                       classes, subsume, callers)
     abstraction, alphabet, root = _setup(context)
-    start = functools.partial(_start, bounds.level, variant, semantics)
+    start = functools.partial(_start, bounds.level, variant, semantics, callers=callers)
     coverage = root[0].coverage
     budgets = bounds.budgets()
     root_key, root_twins = _key(abstraction, root)
@@ -525,6 +534,7 @@ def explore(
         all_violations=all_violations,
         partial_order=partial_order,
         class_paths=class_paths,
+        callers=callers,
     )
 
 
@@ -541,6 +551,7 @@ class _Context:
     partial_order: bool = False
     classes: bool = False
     subsume: bool = True
+    callers: Callers = Callers.DIRECT
 
 
 def _level(
@@ -562,6 +573,7 @@ def _level(
         subsume=context.subsume and not context.partial_order,
         slot_index={s.name: i for i, s in enumerate(slots)}, related=related_slots(slots),
         known_classes=known_classes if context.classes else None,
+        vnode=context.callers is Callers.VNODE,
     )
 
 
@@ -582,7 +594,8 @@ def _setup(context: _Context) -> tuple[StateAbstraction, _Alphabet, System]:
         for op in bounds.alphabet()
         for slot in (_task_slot(op),)
     ]
-    root = _start(bounds.level, context.variant, context.semantics, deferred=True)
+    root = _start(bounds.level, context.variant, context.semantics, deferred=True,
+                  callers=context.callers)
     if context.classes:
         root[0].count_classes()
     return StateAbstraction(bounds.slots, symmetry=context.symmetry), alphabet, root
@@ -799,6 +812,7 @@ def _expand(
     explored = level.covered
     subsume = level.subsume
     known = level.known_classes
+    vnode = level.vnode
     first: set[str] = set()
     for position in positions:
         visit = level.frontier[position]
@@ -822,6 +836,8 @@ def _expand(
                 continue
             if guarded and system[0].precondition_broken(op) is not None:
                 continue  # the caller's contract: never sent
+            if vnode and system[0].caller_broken(op) is not None:
+                continue  # not a call the vnode makes here
             child_left: Budgets | None = visit.left
             if budget is not None:
                 child_left = _spend(visit.left, budget)
@@ -961,11 +977,12 @@ def _fork(system: System) -> System:
 
 
 def _start(
-    level: int, variant: str | None, semantics: Semantics, *, deferred: bool = False
+    level: int, variant: str | None, semantics: Semantics, *, deferred: bool = False,
+    callers: Callers = Callers.DIRECT,
 ) -> System:
-    system = [ForkableReference(semantics=semantics)]
+    system = [ForkableReference(semantics=semantics, callers=callers)]
     if variant is not None:
-        system.append(ForkableReference(variant, semantics=semantics))
+        system.append(ForkableReference(variant, semantics=semantics, callers=callers))
     for adapter in system:
         adapter.deferred_state_checks = deferred
         adapter.start(level)

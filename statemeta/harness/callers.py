@@ -164,6 +164,18 @@ def _release_held(state: CallerState, op: Op) -> str | None:
     return None
 
 
+_OTHER_REQUESTS = ("register", "start_all", "start_one", "stop_all", "notify_close", "clear",
+                   "load_all", "reset_start_info", "update_stage_role", "close_reopen")
+"""What a request handler holding a task never calls: another request's operations."""
+
+
+def _released(state: CallerState, op: Op) -> str | None:
+    held = sorted(slot for slot, handles in state.handles.items() if handles)
+    if held:
+        return f"{op.name} while a handle of {', '.join(held)} is outstanding (release first)"
+    return None
+
+
 def _commit_after_removal(state: CallerState, op: Op) -> str | None:
     if op.name in ("commit", "unregister", *_READS) or not state.pending_delete():
         return None
@@ -203,6 +215,15 @@ def _stage_forward(state: CallerState, op: Op) -> str | None:
 
 CALLER_RULES: tuple[CallerRule, ...] = (
     CallerRule(
+        "acquired-not-stopping", _EVENT_OPS,
+        "The event follows its handler's acquire at once, and acquire refuses a task in STOP "
+        "or DROPPING: no event but STOP reaches a stopping or dropping task (so a PAUSE is "
+        "never counted in STOP)",
+        ("streamMeta.c:streamMetaAcquireTaskNoLock", "tqCommon.c:tqStreamTaskProcessTaskPauseReq",
+         "streamTask.c:streamTaskPause"),
+        _acquirable,
+    ),
+    CallerRule(
         "event-under-handle", _EVENT_OPS,
         "An event reaches a task only from a handler that acquired it and releases it after "
         "(STOP excepted: the update request stops a task it looked up under the write lock)",
@@ -211,15 +232,6 @@ CALLER_RULES: tuple[CallerRule, ...] = (
          "tq.c:tqProcessTaskCheckPointSourceReq", "streamMeta.c:streamMetaStartOneTask",
          "tqCommon.c:tqStreamTaskProcessUpdateReq"),
         _held,
-    ),
-    CallerRule(
-        "acquired-not-stopping", _EVENT_OPS,
-        "The event follows its handler's acquire at once, and acquire refuses a task in STOP "
-        "or DROPPING: no event but STOP reaches a stopping or dropping task (so a PAUSE is "
-        "never counted in STOP)",
-        ("streamMeta.c:streamMetaAcquireTaskNoLock", "tqCommon.c:tqStreamTaskProcessTaskPauseReq",
-         "streamTask.c:streamTaskPause"),
-        _acquirable,
     ),
     CallerRule(
         "dropping-by-unregister", ("handle_event",),
@@ -241,6 +253,16 @@ CALLER_RULES: tuple[CallerRule, ...] = (
         ("tqCommon.c:tqStreamTaskProcessTaskPauseReq", "tqCommon.c:tqStreamTaskProcessRunReq",
          "tq.c:tqProcessTaskDropHTask"),
         _release_held,
+    ),
+    CallerRule(
+        "release-before-next-request", _OTHER_REQUESTS,
+        "A handler releases what it acquired before the vnode turns to another request: while "
+        "a handle is outstanding the calls are the handler's own (events on the tasks held, "
+        "acquire, release, unregister, save_task, commit, report_launch, a task timer, a "
+        "downstream update, reads)",
+        ("tqCommon.c:tqStreamTaskProcessTaskPauseReq", "tqCommon.c:tqStreamTaskProcessDropReq",
+         "tq.c:tqProcessTaskScanHistory", "tqCommon.c:tqStreamTaskProcessCheckRsp"),
+        _released,
     ),
     CallerRule(
         "commit-after-unregister",
@@ -297,13 +319,14 @@ _GOVERNING: dict[str, tuple[CallerRule, ...]] = {
 
 
 def caller_broken(
-    state: CallerState, op: Op, rules: Sequence[CallerRule] = CALLER_RULES
+    state: CallerState, op: Op, rules: Sequence[CallerRule] | None = None
 ) -> str | None:
-    """The first of ``rules`` that ``op`` breaks in ``state`` (``rule-id: why``), or None.
-    Level-1 operations and the environment are never governed."""
+    """The first rule (of ``rules``; None: every rule of CALLER_RULES, by the operations each
+    governs) that ``op`` breaks in ``state`` (``rule-id: why``), or None. Level-1 operations
+    and the environment are never governed."""
     if op.spec.level == 1 or op.name in ENVIRONMENT:
         return None
-    for rule in _GOVERNING[op.name] if rules is CALLER_RULES else rules:
+    for rule in _GOVERNING[op.name] if rules is None else rules:
         if op.name in rule.ops:
             why = rule.broken(state, op)
             if why is not None:

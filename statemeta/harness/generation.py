@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 
 from statemeta.codec import NO_RELATED_TASK
 from statemeta.errors import MisuseError
+from statemeta.harness.callers import Callers
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import (
     LEVELS,
@@ -133,7 +134,12 @@ class Driver(Protocol):
     def step(self, op: Op) -> None: ...
 
     def allows(self, op: Op) -> bool:
-        """``op`` breaks no precondition of its OpSpec in the reference's state now."""
+        """``op`` breaks no precondition of its OpSpec in the reference's state now, nor,
+        under ``Callers.VNODE``, a rule of the vnode's call discipline."""
+
+    @property
+    def callers(self) -> Callers:
+        """Who calls the meta (statemeta.harness.callers)."""
 
     def room(self) -> int | None:
         """How many more operations this example may run (None: no bound)."""
@@ -205,7 +211,9 @@ def _walk(driver: Driver, walk: _Walk, data: st.DataObject) -> None:
     for name in walk.opening:
         if not _has_room(driver):
             return
-        driver.step(Op.of(name))
+        op = Op.of(name)
+        if driver.allows(op):
+            driver.step(op)
     for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
         if not _has_room(driver):
             return
@@ -222,7 +230,24 @@ def _lifecycle_walk(driver: Driver, data: st.DataObject) -> None:
         name = data.draw(st.sampled_from(_favour_linked(names)), "walk task")
     else:
         name = data.draw(st.sampled_from(_favour_linked(_SLOT_NAMES)), "walk task")
-        driver.step(Op.of("register", task=name))
+        register = Op.of("register", task=name)
+        if not driver.allows(register):
+            return
+        driver.step(register)
+    bracket = driver.callers is Callers.VNODE and driver.level > 1
+    if bracket:  # the vnode's handlers acquire a task before its events and release it after
+        _step_if_allowed(driver, Op.of("acquire", task=name))
+    _lifecycle_moves(driver, data, name)
+    if bracket:
+        _step_if_allowed(driver, Op.of("release", task=name))
+
+
+def _step_if_allowed(driver: Driver, op: Op) -> None:
+    if _has_room(driver) and driver.allows(op):
+        driver.step(op)
+
+
+def _lifecycle_moves(driver: Driver, data: st.DataObject, name: str) -> None:
     ops = _LIFECYCLE_OPS[min(driver.level, 2)]
     for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
         task = driver.task_states().get(name)
