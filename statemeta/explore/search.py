@@ -1157,6 +1157,27 @@ def _violation(start: Callable[[], System], ops: Sequence[Op], failure: Failure)
     )
 
 
+def first_failure(
+    ops: Sequence[Op], *, level: int, semantics: Semantics | str,
+    callers: Callers = Callers.DIRECT,
+) -> tuple[int, str] | None:
+    """Where ``ops`` first fails when replayed as the search replays a counterexample (fresh
+    adapters, every invariant after every operation): the step's index and the invariant id
+    (``crash`` for an exception that is no statemeta error), or None."""
+    system = _start(level, None, Semantics.of(semantics), callers=callers)
+    try:
+        for position, op in enumerate(ops):
+            try:
+                _step(system, op, [])
+                _check_state(system)
+            except _Failure as failed:
+                return position, failed.invariant
+    finally:
+        for adapter in system:
+            adapter.stop()
+    return None
+
+
 def _views(system: System) -> tuple[dict[str, Json] | None, dict[str, Json] | None]:
     views: list[dict[str, Json] | None] = []
     for adapter in system:

@@ -209,10 +209,11 @@ def run_check_command(args: argparse.Namespace) -> int:
     seed_value = args.seed if args.seed is not None else random.randrange(2**32)
     if args.concurrent is not None:
         alone = [f for f, on in (("--keep-going", args.keep_going or args.max_divergences),
-                                 ("--json", args.json)) if on]
+                                 ("--json", args.json),
+                                 ("--callers vnode", args.callers != "direct")) if on]
         if alone:
             print(f"statemeta check: {' and '.join(alone)} not with --concurrent (a concurrent "
-                  "run reports one history)", file=sys.stderr)
+                  "run reports one history, of direct calls)", file=sys.stderr)
             return EXIT_COULD_NOT_RUN
         return _check_concurrent(args, seed_value)
     keep_going = None

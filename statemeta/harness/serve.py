@@ -42,6 +42,7 @@ from statemeta.cli_args import Parser, add_semantics, view_keys
 from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
 from statemeta.harness.adapter import PROTOCOL_VERSION, PROTOCOL_VERSIONS
+from statemeta.harness.callers import rules_markdown
 from statemeta.harness.facade_target import FacadeAdapter
 from statemeta.harness.locking_variants import LOCKING_VARIANTS
 from statemeta.harness.normalize import Json
@@ -392,6 +393,7 @@ _SECTIONS: dict[str, Callable[[], str]] = {
     "protocol-observable": _observable_markdown,
     "protocol-invariant-reads": _invariant_reads_markdown,
     "protocol-locking-variants": _locking_variants_markdown,
+    "protocol-callers": rules_markdown,
 }
 
 
