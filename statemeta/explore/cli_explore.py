@@ -364,6 +364,7 @@ def run_verify(args: argparse.Namespace) -> int:
     summary = {
         "ok": ok,
         "semantics": results[0].semantics.value,
+        "callers": results[0].callers.value,
         "explore": docs[0],
         "deep": docs[1] if len(docs) > 1 else None,
         **rows,
@@ -384,7 +385,10 @@ def run_verify(args: argparse.Namespace) -> int:
             f"{doc['states']} states {_bounds_text(doc)}" for doc in docs
         )
         print(
-            f"\nverify ({docs[0]['semantics']} semantics): {explored} "
+            f"\nverify ({docs[0]['semantics']} semantics"
+            + ("" if summary["callers"] == "direct" else f", {summary['callers']} callers in the "
+               "searches")
+            + f"): {explored} "
             + ("explored exhaustively" if all(r.complete for r in results)
                else "explored up to a counterexample")
             + f", lifecycle rows {len(lifecycle['taken'])}/{lifecycle['total']}, role rows "

@@ -4,9 +4,13 @@ it runs calls that break that rule (so the first test can fail)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import attrs
 import pytest
 
+from statemeta.cli import main
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.search import explore
 from statemeta.harness import callers as callers_module
@@ -70,3 +74,30 @@ def test_a_rule_the_explorer_forgets_is_broken(
     explore(_BOUNDS.get(dropped, ONE_TASK), semantics="seed", callers="vnode",
             all_violations=True)
     assert broken and {why.split(":")[0] for why in broken} == {dropped}
+
+
+def test_the_command_takes_callers_and_reports_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bounds = ["--stream-tasks", "1", "--no-fill-history", "--role-changes", "0",
+              "--start-rounds", "0", "--reopens", "0", "--faults", "0", "--clock-advances", "0",
+              "--max-depth", "2", "--quiet", "--json", "--trace", str(tmp_path / "t.json")]
+    states = {}
+    for callers in ("direct", "vnode"):
+        assert main(["explore", *bounds, "--callers", callers]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["callers"] == callers
+        states[callers] = doc["states"]
+    assert states["vnode"] < states["direct"]  # register; pause: no acquire before it
+
+
+@pytest.mark.parametrize("argv", [
+    ["explore", "--callers", "bogus"],
+    ["check", "--sut", "true", "--concurrent", "2", "--callers", "vnode"],
+])
+def test_bad_callers_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        code: object = main(argv)
+    except SystemExit as refused:  # argparse's refusal
+        code = refused.code
+    assert code == 2 and "--callers" in capsys.readouterr().err
