@@ -20,7 +20,11 @@ operation of 25, about 1e-2 along the table):
   report and time (heartbeats) pass.
 
 No operation is sent while it breaks its precondition (the ``precondition`` column of the
-operation table): a drawn one is dropped, a walk's moves are filtered.
+operation table): a drawn one is dropped, a walk's moves are filtered. Under vnode callers
+(``--callers vnode``, statemeta.harness.callers) the same holds for every rule of the vnode's
+call discipline (``Driver.allows``), and the lifecycle walk puts its moves between an acquire
+and a release of its task, as the vnode's handlers do; under direct callers (the default)
+nothing of this changes what is drawn.
 
 Every operation of a walk is an ordinary step (the trace holds handle_event, register, ...);
 Hypothesis shrinks a walk's length and moves like any other draw. Arguments are drawn from
