@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from statemeta.errors import MisuseError
+from statemeta.harness.callers import Callers
 from statemeta.harness.observation import declared
 from statemeta.semantics import Semantics
 
@@ -29,6 +30,7 @@ __all__ = [
     "MAX_SEED",
     "MAX_WORKERS",
     "Parser",
+    "add_callers",
     "add_semantics",
     "cluster_address",
     "command_line",
@@ -243,6 +245,19 @@ def output_directory(text: str) -> Path:
     if not path.is_dir() and not path.absolute().parent.is_dir():
         _refuse(text, f"a directory path whose parent exists ({path.parent} is not one)")
     return path
+
+
+def add_callers(parser: argparse.ArgumentParser) -> None:
+    """``--callers direct|vnode``: every call the operation table allows, or only the call
+    sequences TDengine's own callers make (statemeta.harness.callers, docs/cli.md)."""
+    parser.add_argument(
+        "--callers",
+        choices=[c.value for c in Callers],
+        default=Callers.DIRECT.value,
+        help="who calls the meta: direct (every call the operations' preconditions allow) or "
+        "vnode (only the call sequences TDengine's vnode makes: docs/harness-protocol.md; "
+        "default: %(default)s)",
+    )
 
 
 def add_semantics(parser: argparse.ArgumentParser, *, default: str | None) -> None:

@@ -15,6 +15,7 @@ import attrs
 
 from statemeta.cli_args import (
     MAX_WORKERS,
+    add_callers,
     add_semantics,
     cluster_address,
     command_line,
@@ -87,6 +88,7 @@ def add_bound_options(parser: argparse.ArgumentParser) -> None:
                         "(tcp://HOST:PORT; pip install 'statemeta[cluster]'); the result is "
                         "the same")
     add_semantics(parser, default=Semantics.INTENDED.value)
+    add_callers(parser)
     parser.add_argument("--all-violations", action="store_true",
                         help="go on past a failure and report every distinct (invariant, "
                         "operation) violation, each with a shortest trace in --trace-dir "
@@ -176,6 +178,7 @@ def _search(
                 progress=progress,
                 workers=args.workers,
                 semantics=args.semantics,
+                callers=args.callers,
                 all_violations=all_violations(args),
                 cluster=cluster,
             )
@@ -357,6 +360,7 @@ def run_verify(args: argparse.Namespace) -> int:
     summary = {
         "ok": ok,
         "semantics": results[0].semantics.value,
+        "callers": results[0].callers.value,
         "explore": docs[0],
         "deep": docs[1] if len(docs) > 1 else None,
         **rows,
@@ -377,7 +381,10 @@ def run_verify(args: argparse.Namespace) -> int:
             f"{doc['states']} states {_bounds_text(doc)}" for doc in docs
         )
         print(
-            f"\nverify ({docs[0]['semantics']} semantics): {explored} "
+            f"\nverify ({docs[0]['semantics']} semantics"
+            + ("" if summary["callers"] == "direct" else f", {summary['callers']} callers in the "
+               "searches")
+            + f"): {explored} "
             + ("explored exhaustively" if all(r.complete for r in results)
                else "explored up to a counterexample")
             + f", lifecycle rows {len(lifecycle['taken'])}/{lifecycle['total']}, role rows "

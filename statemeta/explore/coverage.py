@@ -9,6 +9,7 @@ from typing import Any
 from statemeta import invariants
 from statemeta.explore.search import Exploration, Violation
 from statemeta.explore.state import FINGERPRINT_BITS, collision_probability
+from statemeta.harness.callers import Callers
 from statemeta.harness.coverage_model import rows_json, rows_lines
 from statemeta.tables import Role, RoleEvent, RoleRow, TaskStatus, TransitionRow
 
@@ -62,6 +63,7 @@ def report(result: Exploration) -> dict[str, Any]:
     return {
         "bounds": bounds.to_json(),
         "semantics": result.semantics.value,
+        "callers": result.callers.value,
         "variant": result.variant,
         "all_violations": result.all_violations,
         "symmetry": result.symmetry,
@@ -131,7 +133,8 @@ def format_report(doc: dict[str, Any]) -> str:
         *rows_lines(doc),
     ]
     lines.append(f"semantics: {doc['semantics']}" + (
-        f", variant {doc['variant']}" if doc["variant"] else ""))
+        f", variant {doc['variant']}" if doc["variant"] else "")
+        + (f", callers {doc['callers']}" if doc["callers"] != Callers.DIRECT.value else ""))
     cex = doc["counterexample"]
     if cex is None:
         lines.append("no invariant fails" + ("" if doc["complete"] else " (search incomplete)"))

@@ -22,13 +22,15 @@ from typing import Any
 from statemeta.cli_args import Parser, input_file
 from statemeta.errors import MisuseError
 from statemeta.explore.page_block import PAGE, block_of, refresh, replace_block
+from statemeta.explore.reachability import parse_op, vnode_reachability
 from statemeta.semantics import Semantics
 from statemeta.tables import Switch
 from statemeta.tdengine.defects import recorded_verdicts, with_column
 
 __all__ = ["PAGE", "main", "render"]
 
-_HEADER = "| # | invariant | operation | steps | shortest trace | divergence | detail |"
+_HEADER = ("| # | invariant | operation | steps | shortest trace | divergence | detail "
+           "| vnode callers |")
 NOT_ATTRIBUTED = "not yet attributed"
 
 
@@ -58,13 +60,13 @@ def _block(report: dict[str, Any], attributed: dict[tuple[str, str], str]) -> st
     if not violations:
         lines.append("The explorer finds no violation of the invariant catalogue in the seed.")
         return "\n".join(lines) + "\n"
-    lines += [_HEADER, "|---|---|---|---|---|---|---|"]
+    lines += [_HEADER, "|---|---|---|---|---|---|---|---|"]
     for number, v in enumerate(violations, start=1):
         key = (v["invariant"], v["operation"])
         lines.append(
             f"| {number} | {v['invariant']} | {v['operation']} | {v['length']} | "
             f"{_cell('; '.join(v['ops']))} | {attributed.get(key, NOT_ATTRIBUTED)} | "
-            f"{_cell(v['detail'])} |"
+            f"{_cell(v['detail'])} | {_vnode_cell(report, v)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -77,6 +79,17 @@ def _attributions(block: str) -> dict[tuple[str, str], str]:
         if len(parts) >= 7 and parts[0].isdigit():
             cells[parts[1], parts[2]] = parts[5]
     return cells
+
+
+def _vnode_cell(report: dict[str, Any], violation: dict[str, Any]) -> str:
+    """Whether the row's trace is a path of the vnode's callers (statemeta.explore.
+    reachability): measured by replaying it, each event in an acquire and a release."""
+    bounds = report["bounds"]
+    level = 3 if bounds["reopens"] or bounds["faults"] else 2
+    ops = [parse_op(text) for text in violation["ops"]]
+    found = vnode_reachability(ops, violation["invariant"], level=level,
+                               semantics=Semantics.SEED)
+    return found.cell().replace("|", "\\|")
 
 
 def _cell(text: str) -> str:

@@ -52,6 +52,7 @@ from statemeta.codec import TaskId, decode_task, decode_task_key
 from statemeta.errors import InvariantViolation, StatemetaError
 from statemeta.explore.bounds import BUDGETED, Bounds
 from statemeta.explore.state import Fingerprint, StateAbstraction, fingerprint
+from statemeta.harness.callers import Callers
 from statemeta.harness.failure import Failure, Step
 from statemeta.harness.keeper import die_with_parent
 from statemeta.harness.normalize import Json
@@ -207,6 +208,9 @@ class Exploration:
     class_paths: dict[str, tuple[Op, ...]] = attrs.field(factory=dict)
     """With ``classes``: each class of behaviour (statemeta.harness.coverage_model) reached,
     with the first path that reaches it in the serial order (a shortest one)."""
+    callers: Callers = Callers.DIRECT
+    """Who called the meta: with ``Callers.VNODE`` only the calls the vnode's callers make
+    (statemeta.harness.callers) were run."""
 
 
 class _Failure(Exception):
@@ -323,6 +327,8 @@ class _Level:
     """Drop the nodes ``covered`` subsumes."""
     known_classes: frozenset[str] | None = None
     """With classes counted: those reached at earlier levels."""
+    vnode: bool = False
+    """Only the calls the vnode's callers make (``ReferenceAdapter.caller_broken``)."""
 
 
 PARALLEL_MIN_STATES = 64
@@ -350,6 +356,7 @@ def explore(
     cluster: Executor | None = None,
     classes: bool = False,
     subsume: bool = True,
+    callers: Callers | str = Callers.DIRECT,
 ) -> Exploration:
     """Visit every state reachable within ``bounds`` of the reference in ``semantics`` (and
     of ``variant`` in it); stop at the first failure, or with ``all_violations`` collect the
@@ -365,14 +372,17 @@ def explore(
     budget left was (``Covered``): the same verdicts and counterexample lengths, fewer nodes.
     With ``classes`` the reference counts the
     classes of behaviour of every transition, and the result names a shortest path to each
-    (``class_paths``: the directed corpus)."""
+    (``class_paths``: the directed corpus). With ``callers`` vnode only the calls that break
+    no rule of the vnode's call discipline are run (statemeta.harness.callers)."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     started = time.perf_counter()
     semantics = Semantics.of(semantics)
-    context = _Context(bounds, variant, semantics, symmetry, all_violations, classes, subsume)
+    callers = Callers.of(callers)
+    context = _Context(bounds, variant, semantics, symmetry, all_violations, classes, subsume,
+                       callers)
     abstraction, alphabet, root = _setup(context)
-    start = functools.partial(_start, bounds.level, variant, semantics)
+    start = functools.partial(_start, bounds.level, variant, semantics, callers=callers)
     coverage = root[0].coverage
     budgets = bounds.budgets()
     root_key, root_twins = _key(abstraction, root)
@@ -487,6 +497,7 @@ def explore(
         violations=found,
         all_violations=all_violations,
         class_paths=class_paths,
+        callers=callers,
     )
 
 
@@ -502,6 +513,7 @@ class _Context:
     all_violations: bool
     classes: bool = False
     subsume: bool = True
+    callers: Callers = Callers.DIRECT
 
 
 def _level(
@@ -520,6 +532,7 @@ def _level(
         keep_systems=keep_systems, all_violations=context.all_violations,
         subsume=context.subsume,
         known_classes=known_classes if context.classes else None,
+        vnode=context.callers is Callers.VNODE,
     )
 
 
@@ -532,7 +545,8 @@ def _setup(context: _Context) -> tuple[StateAbstraction, _Alphabet, System]:
         for op in bounds.alphabet()
         for slot in (_task_slot(op),)
     ]
-    root = _start(bounds.level, context.variant, context.semantics, deferred=True)
+    root = _start(bounds.level, context.variant, context.semantics, deferred=True,
+                  callers=context.callers)
     if context.classes:
         root[0].count_classes()
     return StateAbstraction(bounds.slots, symmetry=context.symmetry), alphabet, root
@@ -743,6 +757,7 @@ def _expand(
     explored = level.covered
     subsume = level.subsume
     known = level.known_classes
+    vnode = level.vnode
     first: set[str] = set()
     for position in positions:
         visit = level.frontier[position]
@@ -762,6 +777,8 @@ def _expand(
                 continue
             if guarded and system[0].precondition_broken(op) is not None:
                 continue  # the caller's contract: never sent
+            if vnode and system[0].caller_broken(op) is not None:
+                continue  # not a call the vnode makes here
             child_left: Budgets | None = visit.left
             if budget is not None:
                 child_left = _spend(visit.left, budget)
@@ -840,11 +857,12 @@ def _fork(system: System) -> System:
 
 
 def _start(
-    level: int, variant: str | None, semantics: Semantics, *, deferred: bool = False
+    level: int, variant: str | None, semantics: Semantics, *, deferred: bool = False,
+    callers: Callers = Callers.DIRECT,
 ) -> System:
-    system = [ForkableReference(semantics=semantics)]
+    system = [ForkableReference(semantics=semantics, callers=callers)]
     if variant is not None:
-        system.append(ForkableReference(variant, semantics=semantics))
+        system.append(ForkableReference(variant, semantics=semantics, callers=callers))
     for adapter in system:
         adapter.deferred_state_checks = deferred
         adapter.start(level)
@@ -1006,6 +1024,27 @@ def _violation(start: Callable[[], System], ops: Sequence[Op], failure: Failure)
         f"the counterexample {list(ops)} ({failure.kind}: {failure.detail}) did not fail again "
         "when replayed on fresh adapters: the search depends on something its states forget"
     )
+
+
+def first_failure(
+    ops: Sequence[Op], *, level: int, semantics: Semantics | str,
+    callers: Callers = Callers.DIRECT,
+) -> tuple[int, str] | None:
+    """Where ``ops`` first fails when replayed as the search replays a counterexample (fresh
+    adapters, every invariant after every operation): the step's index and the invariant id
+    (``crash`` for an exception that is no statemeta error), or None."""
+    system = _start(level, None, Semantics.of(semantics), callers=callers)
+    try:
+        for position, op in enumerate(ops):
+            try:
+                _step(system, op, [])
+                _check_state(system)
+            except _Failure as failed:
+                return position, failed.invariant
+    finally:
+        for adapter in system:
+            adapter.stop()
+    return None
 
 
 def _views(system: System) -> tuple[dict[str, Json] | None, dict[str, Json] | None]:

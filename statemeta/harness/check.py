@@ -30,11 +30,13 @@ from hypothesis.errors import FlakyFailure
 
 from statemeta.errors import SutAborted
 from statemeta.harness.adapter import Adapter
+from statemeta.harness.callers import Callers
 from statemeta.harness.catalogue import NO_MASKS, Catalogue, Entry, Mask, numbered_path
 from statemeta.harness.directed import (
     CoverageReport,
     counting_reference,
     load_corpus,
+    obeying,
     run_directed,
 )
 from statemeta.harness.explain import explained_by
@@ -171,16 +173,20 @@ def run_check(
     semantics: Semantics | str = Semantics.INTENDED,
     keep_going: KeepGoing | None = None,
     directed: bool = True,
+    callers: Callers | str = Callers.DIRECT,
 ) -> CheckReport:
     """Runs the directed phase (unless not ``directed``), then the differential machine, at
     ``level`` against ``sut`` (started, not closed here), with the reference in
-    ``semantics``; with ``keep_going``, on past each divergence."""
+    ``semantics``; with ``keep_going``, on past each divergence. With ``callers`` vnode the
+    directed phase runs the corpus paths that keep the vnode's call discipline and the
+    machine generates only such calls (statemeta.harness.callers)."""
     progress = progress or Progress(None)
     counting = _CountingAdapter(sut, progress)
     semantics = Semantics.of(semantics)
     reached: Counter[str] = Counter()
-    reference = counting_reference(unchecked_reference(semantics), reached)
-    corpus = load_corpus(level, semantics)
+    callers = Callers.of(callers)
+    reference = counting_reference(unchecked_reference(semantics, callers), reached)
+    corpus = obeying(load_corpus(level, semantics), callers)
     seeds: Counter[str] = Counter()
     runs = [0]
     """Directed paths run so far (they are not among the random phase's examples)."""
@@ -267,10 +273,13 @@ def run_check(
                        CoverageReport(reached, corpus), runs[0] if directed else 0)
 
 
-def unchecked_reference(semantics: Semantics) -> Callable[[], ReferenceAdapter]:
+def unchecked_reference(
+    semantics: Semantics, callers: Callers = Callers.DIRECT
+) -> Callable[[], ReferenceAdapter]:
     """Makes the reference without its own check mode: the property suite vouches for it, and
     the machine checks the invariants on the implementation's view (3x faster at levels 2-3)."""
-    return functools.partial(ReferenceAdapter, check_invariants=False, semantics=semantics)
+    return functools.partial(ReferenceAdapter, check_invariants=False, semantics=semantics,
+                             callers=callers)
 
 
 def check_settings(examples: int, steps: int) -> settings:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from statemeta.cli_args import (
+    add_callers,
     add_semantics,
     command_line,
     int_in,
@@ -116,6 +117,7 @@ def _add_sut(parser: argparse.ArgumentParser, *, required: bool) -> None:
 def configure_check(parser: argparse.ArgumentParser) -> None:
     _add_sut(parser, required=True)
     add_semantics(parser, default=Semantics.INTENDED.value)
+    add_callers(parser)
     parser.add_argument(
         "--level", type=int_in(min(LEVELS), max(LEVELS)), choices=LEVELS, default=2,
         help="default: 2",
@@ -207,10 +209,11 @@ def run_check_command(args: argparse.Namespace) -> int:
     seed_value = args.seed if args.seed is not None else random.randrange(2**32)
     if args.concurrent is not None:
         alone = [f for f, on in (("--keep-going", args.keep_going or args.max_divergences),
-                                 ("--json", args.json)) if on]
+                                 ("--json", args.json),
+                                 ("--callers vnode", args.callers != "direct")) if on]
         if alone:
             print(f"statemeta check: {' and '.join(alone)} not with --concurrent (a concurrent "
-                  "run reports one history)", file=sys.stderr)
+                  "run reports one history, of direct calls)", file=sys.stderr)
             return EXIT_COULD_NOT_RUN
         return _check_concurrent(args, seed_value)
     keep_going = None
@@ -227,7 +230,8 @@ def run_check_command(args: argparse.Namespace) -> int:
         declared = hello.get("semantics", Semantics.INTENDED.value)
         print(
             f"checking {hello['name']} ({args.sut}, declares {declared} semantics) at level "
-            f"{args.level} against the {args.semantics} semantics: "
+            f"{args.level} against the {args.semantics} semantics"
+            + ("" if args.callers == "direct" else f", {args.callers} callers") + ": "
             + ("" if args.no_directed else "the directed corpus, then ")
             + f"{args.examples} examples of up to {args.steps} steps, seed {seed_value}",
             file=out,
@@ -243,6 +247,7 @@ def run_check_command(args: argparse.Namespace) -> int:
             semantics=args.semantics,
             keep_going=keep_going,
             directed=not args.no_directed,
+            callers=args.callers,
         )
     if received:
         return _interrupted(received, args.sut)
@@ -332,6 +337,7 @@ def check_document(
         "protocol": hello["protocol"],
         "level": args.level,
         "semantics": args.semantics,
+        "callers": args.callers,
         "seed": seed_value,
         "examples": report.examples,
         "directed": report.directed,

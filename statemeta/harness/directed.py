@@ -39,6 +39,7 @@ from statemeta.explore.bounds import Bounds
 from statemeta.explore.search import explore
 from statemeta.explore.state import symmetry_classes
 from statemeta.harness.adapter import Adapter
+from statemeta.harness.callers import Callers
 from statemeta.harness.catalogue import NO_MASKS, Mask
 from statemeta.harness.coverage_model import FAMILIES, ROLE_CLASSES, ROW_CLASSES
 from statemeta.harness.machine import Divergence, Step
@@ -60,6 +61,7 @@ __all__ = [
     "corpus_text",
     "counting_reference",
     "load_corpus",
+    "obeying",
     "run_directed",
 ]
 
@@ -149,6 +151,31 @@ def load_corpus(level: int, semantics: Semantics | str) -> Corpus:
         raise MisuseError(f"the directed corpus {path} cannot be read ({error}); regenerate "
                           "it: python -m statemeta.harness.directed --write") from error
     return Corpus.from_json(doc, str(path))
+
+
+def obeying(corpus: Corpus, callers: Callers | str) -> Corpus:
+    """``corpus`` less the paths that break a rule of ``callers`` (statemeta.harness.callers):
+    each path replayed on a reference, every call checked before it is made. The directed
+    phase of ``--callers vnode`` runs what is left; ``direct`` keeps every path."""
+    callers = Callers.of(callers)
+    if callers is Callers.DIRECT:
+        return corpus
+    kept = {cls: path for cls, path in corpus.paths.items()
+            if _obeys(path, corpus.level, corpus.semantics, callers)}
+    return attrs.evolve(corpus, paths=kept)
+
+
+def _obeys(path: tuple[Op, ...], level: int, semantics: Semantics, callers: Callers) -> bool:
+    adapter = ReferenceAdapter(semantics=semantics, check_invariants=False, callers=callers)
+    adapter.start(level)
+    try:
+        for op in path:
+            if adapter.caller_broken(op) is not None:
+                return False
+            adapter.call(op)
+        return True
+    finally:
+        adapter.stop()
 
 
 def build_corpus(level: int, semantics: Semantics | str, *, workers: int = 1) -> Corpus:

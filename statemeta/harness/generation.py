@@ -20,7 +20,11 @@ operation of 25, about 1e-2 along the table):
   report and time (heartbeats) pass.
 
 No operation is sent while it breaks its precondition (the ``precondition`` column of the
-operation table): a drawn one is dropped, a walk's moves are filtered.
+operation table): a drawn one is dropped, a walk's moves are filtered. Under vnode callers
+(``--callers vnode``, statemeta.harness.callers) the same holds for every rule of the vnode's
+call discipline (``Driver.allows``), and the lifecycle walk puts its moves between an acquire
+and a release of its task, as the vnode's handlers do; under direct callers (the default)
+nothing of this changes what is drawn.
 
 Every operation of a walk is an ordinary step (the trace holds handle_event, register, ...);
 Hypothesis shrinks a walk's length and moves like any other draw. Arguments are drawn from
@@ -38,6 +42,7 @@ from hypothesis import strategies as st
 
 from statemeta.codec import NO_RELATED_TASK
 from statemeta.errors import MisuseError
+from statemeta.harness.callers import Callers
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import (
     LEVELS,
@@ -133,7 +138,12 @@ class Driver(Protocol):
     def step(self, op: Op) -> None: ...
 
     def allows(self, op: Op) -> bool:
-        """``op`` breaks no precondition of its OpSpec in the reference's state now."""
+        """``op`` breaks no precondition of its OpSpec in the reference's state now, nor,
+        under ``Callers.VNODE``, a rule of the vnode's call discipline."""
+
+    @property
+    def callers(self) -> Callers:
+        """Who calls the meta (statemeta.harness.callers)."""
 
     def room(self) -> int | None:
         """How many more operations this example may run (None: no bound)."""
@@ -205,7 +215,9 @@ def _walk(driver: Driver, walk: _Walk, data: st.DataObject) -> None:
     for name in walk.opening:
         if not _has_room(driver):
             return
-        driver.step(Op.of(name))
+        op = Op.of(name)
+        if driver.allows(op):
+            driver.step(op)
     for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
         if not _has_room(driver):
             return
@@ -222,7 +234,24 @@ def _lifecycle_walk(driver: Driver, data: st.DataObject) -> None:
         name = data.draw(st.sampled_from(_favour_linked(names)), "walk task")
     else:
         name = data.draw(st.sampled_from(_favour_linked(_SLOT_NAMES)), "walk task")
-        driver.step(Op.of("register", task=name))
+        register = Op.of("register", task=name)
+        if not driver.allows(register):
+            return
+        driver.step(register)
+    bracket = driver.callers is Callers.VNODE and driver.level > 1
+    if bracket:  # the vnode's handlers acquire a task before its events and release it after
+        _step_if_allowed(driver, Op.of("acquire", task=name))
+    _lifecycle_moves(driver, data, name)
+    if bracket:
+        _step_if_allowed(driver, Op.of("release", task=name))
+
+
+def _step_if_allowed(driver: Driver, op: Op) -> None:
+    if _has_room(driver) and driver.allows(op):
+        driver.step(op)
+
+
+def _lifecycle_moves(driver: Driver, data: st.DataObject, name: str) -> None:
     ops = _LIFECYCLE_OPS[min(driver.level, 2)]
     for _ in range(data.draw(st.integers(1, WALK_MAX), "walk length")):
         task = driver.task_states().get(name)

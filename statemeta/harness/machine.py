@@ -71,6 +71,7 @@ from statemeta.codec import (
 from statemeta.errors import InvariantViolation, MisuseError, PreconditionError
 from statemeta.harness import generation
 from statemeta.harness.adapter import Adapter
+from statemeta.harness.callers import Callers
 from statemeta.harness.catalogue import NO_MASKS, START, Mask, key_path
 from statemeta.harness.differences import first_difference, located
 from statemeta.harness.failure import Failure, Step
@@ -467,13 +468,18 @@ class _Machine(RuleBasedStateMachine):
             raise self._divergence(e, self.sut_view) from None
 
     def allows(self, op: Op) -> bool:
-        return self.reference.precondition_broken(op) is None
+        return (self.reference.precondition_broken(op) is None
+                and self.reference.caller_broken(op) is None)
+
+    @property
+    def callers(self) -> Callers:
+        return self.reference.callers
 
     def step(self, op: Op) -> None:
         raise_if_interrupted()  # a signal's first raise may have been dropped (a gc callback)
         if self.over:
             return
-        broken = self.reference.precondition_broken(op)
+        broken = self.reference.precondition_broken(op) or self.reference.caller_broken(op)
         if broken is not None:  # generation keeps preconditions; a replayed trace may not
             raise PreconditionError(f"step {len(self.steps) + 1}, {op!r}: {broken}")
         before = self.ref_view

@@ -34,6 +34,7 @@ from statemeta.errors import (
     StatemetaError,
 )
 from statemeta.harness.adapter import PROTOCOL_VERSION
+from statemeta.harness.callers import Callers, caller_broken
 from statemeta.harness.coverage_model import (
     Before,
     classify,
@@ -81,6 +82,7 @@ from statemeta.meta import (
 )
 from statemeta.meta.core import TASK_TABLE
 from statemeta.meta.persist import dropped_at_load
+from statemeta.meta.state import MetaState
 from statemeta.roles import RoleEvent, role_row
 from statemeta.semantics import Semantics, Switch
 from statemeta.store import (
@@ -181,6 +183,7 @@ class ReferenceAdapter:
         observe: Sequence[str] | None = None,
         outcomes: str = "full",
         flipped: frozenset[Switch] = frozenset(),
+        callers: Callers | str = Callers.DIRECT,
     ) -> None:
         if variant is not None and variant not in VARIANTS:
             raise MisuseError(f"no variant {variant!r}; variants are {sorted(VARIANTS)}")
@@ -192,6 +195,8 @@ class ReferenceAdapter:
         self.semantics = Semantics.of(semantics)
         self.profile = self.semantics.profile.flipped(flipped)
         """What it follows: ``semantics`` but for the switches ``flipped``."""
+        self.callers = Callers.of(callers)
+        """Who calls it: generation and the explorer send only what ``caller_broken`` allows."""
         self.backend = backend
         self.check_invariants = check_invariants
         self.coverage = Coverage()
@@ -282,6 +287,27 @@ class ReferenceAdapter:
         else:
             facts = self.meta.state.entries.get(slot.id)
         return None if facts is None else precondition.broken(facts, op)
+
+    def caller_broken(self, op: Op) -> str | None:
+        """The rule of the vnode's call discipline (statemeta.harness.callers) that ``op``
+        would break now, under ``Callers.VNODE``; None under ``Callers.DIRECT``."""
+        if self.callers is Callers.DIRECT or self.level == 1:
+            return None
+        return caller_broken(self, op)
+
+    @property
+    def meta_state(self) -> MetaState:
+        return self.meta.state
+
+    def pending_delete(self) -> bool:
+        """The open transaction deletes a committed task row (memory backend)."""
+        inner = self.store.inner
+        if not isinstance(inner, MemoryStore):
+            raise MisuseError("pending_delete needs the memory backend")
+        if not inner.in_transaction:
+            return False
+        table = inner.table(TASK_TABLE, STREAM_TASK_KEY_LEN)
+        return any(table.get(key) is None for key, _ in inner.committed_items(TASK_TABLE))
 
     def count_classes(self) -> None:
         """Count the classes of behaviour of every call from now on (``coverage.classes``):

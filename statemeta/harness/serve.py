@@ -45,6 +45,7 @@ from statemeta.diagrams import regenerate
 from statemeta.errors import MisuseError
 from statemeta.harness.adapter import PROTOCOL_VERSION, PROTOCOL_VERSIONS
 from statemeta.harness.blocking import BLOCKED, BLOCKING
+from statemeta.harness.callers import rules_markdown
 from statemeta.harness.facade_target import FacadeAdapter
 from statemeta.harness.locking_variants import LOCKING_VARIANTS
 from statemeta.harness.normalize import Json
@@ -402,6 +403,7 @@ _SECTIONS: dict[str, Callable[[], str]] = {
     "protocol-invariant-reads": _invariant_reads_markdown,
     "protocol-locking-variants": _locking_variants_markdown,
     "protocol-blocking": _blocking_markdown,
+    "protocol-callers": rules_markdown,
 }
 
 
