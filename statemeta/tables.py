@@ -141,6 +141,9 @@ class Switch(Enum):
     """M10. Seed: save_task of a task that is not mapped writes its record."""
     LAUNCH_GIVE_UP_NOT_SAVED = "launch_give_up_not_saved"
     """M11. Seed: the fill-history launch giving up clears the link in memory only."""
+    HEARTBEAT_ENDS_AT_TICK = "heartbeat_ends_at_tick"
+    """M12. Seed: the heartbeat chain is armed at open for any meta and ends only at a tick
+    that finds the meta not leader (leaving LEADER leaves it armed until then)."""
 
 
 @attrs.frozen

@@ -30,6 +30,8 @@ _END = "<!-- end generated:seed-defects -->"
 _BLOCK = re.compile(re.escape(_BEGIN) + r"\n(.*?)" + re.escape(_END), re.S)
 _HEADER = "| # | invariant | operation | steps | shortest trace | divergence | detail |"
 NOT_ATTRIBUTED = "not yet attributed"
+OPENED = "(none: the meta as opened)"
+"""The trace cell of a violation the empty meta shows already."""
 
 
 def render(report: dict[str, Any], page: str) -> str:
@@ -67,7 +69,8 @@ def _block(report: dict[str, Any], attributed: dict[tuple[str, str], str]) -> st
         key = (v["invariant"], v["operation"])
         lines.append(
             f"| {number} | {v['invariant']} | {v['operation']} | {v['length']} | "
-            f"{_cell('; '.join(v['ops']))} | {attributed.get(key, NOT_ATTRIBUTED)} | "
+            f"{_cell('; '.join(v['ops'])) if v['ops'] else OPENED} | "
+            f"{attributed.get(key, NOT_ATTRIBUTED)} | "
             f"{_cell(v['detail'])} |"
         )
     return "\n".join(lines) + "\n"

@@ -121,7 +121,7 @@ class MetaRegistry:
         self.outbox: list[Effect] = []
         """Effects queued for the edge, in order."""
         self._trace = _Recorder()
-        if role is Role.LEADER:
+        if role is Role.LEADER or self.profile.seed(Switch.HEARTBEAT_ENDS_AT_TICK):  # M12
             heartbeat.arm(self.state.heartbeat, self.state.schedule, now)
 
     def _task_table(self, store: Store) -> Table:

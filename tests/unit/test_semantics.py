@@ -288,6 +288,19 @@ def round_that_completes_inside_start_all(open_: Open, _path: Path) -> object:
     return [r.failed for r in rounds]
 
 
+def follower_after_leader(open_: Open, _path: Path) -> object:
+    """A vnode's meta (UNINIT) at open, after LEADER -> FOLLOWER, and 200 ms later."""
+    clock = VirtualClock()
+    meta = open_(clock=clock)
+    armed = [meta.view().heartbeat.armed]
+    meta.update_stage_role(1, True)
+    meta.update_stage_role(2, False)
+    armed.append(meta.view().heartbeat.armed)
+    clock.advance(200)  # the seed's tick as a follower: it ends the chain
+    armed.append(meta.view().heartbeat.armed)
+    return tuple(armed), meta.view().heartbeat.sent
+
+
 META_SHOWN: dict[Switch, MetaShown] = {
     # M1: PAUSE, PAUSE: the seed counts two paused tasks for one.
     Switch.PAUSED_COUNT_DRIFTS: MetaShown(pause_twice, (S.PAUSE, 1), (S.PAUSE, 2)),
@@ -324,6 +337,10 @@ META_SHOWN: dict[Switch, MetaShown] = {
     Switch.SAVE_TASK_UNMAPPED: MetaShown(save_an_unmapped_task, ("UnknownTaskError", 0), (None, 1)),
     # M11: the retry gives up: the seed clears the link in memory only, the store keeps it.
     Switch.LAUNCH_GIVE_UP_NOT_SAVED: MetaShown(give_up_a_fill_history_launch, True, False),
+    # M12: the seed arms a vnode's chain at open and a follower's stays armed until its tick.
+    Switch.HEARTBEAT_ENDS_AT_TICK: MetaShown(
+        follower_after_leader, ((False, False, False), 0), ((True, True, False), 0)
+    ),
 }
 
 

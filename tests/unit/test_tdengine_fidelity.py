@@ -1,0 +1,58 @@
+"""The seed profile bug for bug with TDengine's compiled code (issue 30 item 1): for each
+switch of spec/divergences.toml that the compiled C can show, a short trace that the C runs
+conformant with the seed reference, and that fails against the seed with that one switch
+flipped, at the place the switch decides. The C is built and served as in test_tdengine.py
+(its fixtures and helpers)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import attrs
+import pytest
+from test_tdengine import _sut, driver, tree
+
+from statemeta.harness.operations import Op
+from statemeta.harness.reference import ReferenceAdapter
+from statemeta.harness.subprocess_adapter import SubprocessAdapter
+from statemeta.harness.trace import replay
+from statemeta.semantics import Switch
+
+__all__ = ["driver", "tree"]  # the fixtures, imported for pytest
+
+
+@attrs.frozen
+class ShownByC:
+    """A trace (level 2) and where it fails against the seed with the switch flipped."""
+
+    ops: tuple[Op, ...]
+    fails_at: str
+    """A part of the failure's detail without the switch (the key or invariant it decides)."""
+
+
+SHOWN_BY_C: dict[Switch, ShownByC] = {
+    # M12: the C arms every meta's heartbeat timer at open (a vnode is UNINIT), and a follower's
+    # stays armed until its next tick (200 ms later), which ends it.
+    Switch.HEARTBEAT_ENDS_AT_TICK: ShownByC(
+        (Op.of("update_stage_role", stage=1, is_leader=True),
+         Op.of("update_stage_role", stage=2, is_leader=False),
+         Op.of("advance_clock", ms=1000)),
+        "heartbeat",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("switch", list(SHOWN_BY_C), ids=lambda s: s.value)
+def test_the_compiled_c_shows_the_seed_side_of(switch: Switch, tree: Path, driver: Path) -> None:
+    shown = SHOWN_BY_C[switch]
+    seed = functools.partial(ReferenceAdapter, semantics="seed")
+    flipped = functools.partial(ReferenceAdapter, semantics="seed", flipped=frozenset({switch}))
+    with SubprocessAdapter(_sut(tree)) as adapter:
+        conformant = replay(shown.ops, level=2, sut=adapter, sut_command=_sut(tree),
+                            reference=seed)
+        without = replay(shown.ops, level=2, sut=adapter, sut_command=_sut(tree),
+                         reference=flipped)
+    assert conformant is None, conformant.failure if conformant else None
+    assert without is not None, f"the C conforms with {switch.value} flipped too"
+    assert shown.fails_at in without.failure.detail, without.failure
