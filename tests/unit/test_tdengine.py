@@ -209,20 +209,19 @@ def test_a_use_after_free_served_is_a_failure_of_kind_fault_whose_trace_replays(
 def test_level_2_runs_to_a_catalogue_of_named_divergences(
     tree: Path, driver: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Served at level 2, the compiled meta runs through a keep-going check to the end: the
-    divergences are catalogued (docs/tdengine.md lists them), the first being the heartbeat
-    timer the C arms at open, before any role."""
+    """Served at level 2, the compiled meta runs through a keep-going check to the end: what
+    is left in its catalogue is a documented limit (docs/tdengine.md, ``LIMITS``); the rows the
+    seed profile (M12) and the adapter once got wrong are gone."""
     code = main([
         "check", "--sut", _sut(tree), "--level", "2", "--semantics", "seed", "--examples", "30",
         "--steps", "20", "--seed", "0", "--no-directed", "--keep-going", "--json",
         "--trace-out", str(tmp_path / "t.json"),
     ])  # fmt: skip
     report = json.loads(capsys.readouterr().out)
-    assert code == 1 and not report["conformant"]
-    details = [json.dumps(entry) for entry in report["catalogue"]]
-    assert len(details) >= 3
-    assert any("heartbeat.armed" in d for d in details)
-    assert not any("protocol" in d and "broke" in d for d in details)
+    assert code == (0 if report["conformant"] else 1)
+    for entry in report["catalogue"]:
+        assert (entry["op"], entry["at"]) in LIMITS, entry
+    assert report["trace"] is None or report["catalogue"], "a run stops only at a limit"
 
 
 def test_level_3_serves_reopen_crash_faults_and_a_torn_record(driver: Path) -> None:
@@ -262,6 +261,26 @@ def test_level_3_runs_to_a_catalogue_and_stops_at_the_torn_record(
     assert {"close_reopen", "crash_reopen"} <= {entry["op"] for entry in report["catalogue"]}
     assert "heap-buffer-overflow" in json.dumps(report)
 
+
+LIMITS = {
+    ("save_task", "view.tasks.persisted_status"): "until the save_task switch: the C's record "
+    "keeps its own status byte",
+    ("save_task", "view.tasks.checkpoint_id"): "the same: the record's checkpoint id",
+    ("handle_event", "view.tasks.active"): "until the downstream-ready switch",
+    ("handle_event", "view.tasks.status"): "the same",
+    ("handle_event", "view.tasks.downstream_ready"): "the same",
+    ("complete_event", "view.tasks.active"): "the same",
+    ("complete_event", "view.tasks.status"): "the same",
+    ("complete_event", "view.tasks.downstream_ready"): "the same",
+    ("clear", "view.ids"): "the shim: clear waits in the C for a task's timer on the virtual "
+    "clock; the reference clears at once",
+    ("start_all", "view.start_round.ready"): "the start round: taskStarting is the vnode's",
+    ("start_all", "view.start_round.failed"): "the same",
+    ("report_launch", "view.start_round.ready"): "the same",
+    ("report_launch", "view.start_round.failed"): "the same",
+}
+"""The places a seed keep-going run at level 2 may still show, each a documented limit
+(docs/tdengine.md)."""
 
 UNEXPLAINED = {
     ("*", "result"): "the protocol: the C returns a code, a bool or nothing, not the result "
