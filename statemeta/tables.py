@@ -139,6 +139,9 @@ class Switch(Enum):
     """M9. Seed: unregistering a fill-history task clears the link its stream task has."""
     SAVE_TASK_UNMAPPED = "save_task_unmapped"
     """M10. Seed: save_task of a task that is not mapped writes its record."""
+    SAVE_TASK_KEEPS_RECORD = "save_task_keeps_record"
+    """M13. Seed: the harness's save_task writes the record as the meta holds it (its status
+    byte and checkpoint id as they were made), not with the current status and checkpoint."""
     LAUNCH_GIVE_UP_NOT_SAVED = "launch_give_up_not_saved"
     """M11. Seed: the fill-history launch giving up clears the link in memory only."""
     HEARTBEAT_ENDS_AT_TICK = "heartbeat_ends_at_tick"

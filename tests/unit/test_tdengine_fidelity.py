@@ -40,6 +40,13 @@ SHOWN_BY_C: dict[Switch, ShownByC] = {
          Op.of("advance_clock", ms=1000)),
         "heartbeat",
     ),
+    # M13: the C's record keeps the status byte it was made with (streamMetaSaveTask encodes
+    # the task as it is): a paused task is saved READY, the checkpoint id unchanged.
+    Switch.SAVE_TASK_KEEPS_RECORD: ShownByC(
+        (Op.of("register", task="s1"), Op.of("handle_event", task="s1", event="pause"),
+         Op.of("save_task", task="s1")),
+        "persisted_status",
+    ),
 }  # fmt: skip
 
 
