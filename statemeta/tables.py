@@ -133,6 +133,10 @@ class Switch(Enum):
     ROUND_COMPLETES_BY_COUNT = "round_completes_by_count"
     """M7. Seed: results go into two sets (any id, once per set) and a start round completes
     when |ready| + |failed| == the map's size."""
+    READY_STEP_BY_KIND = "ready_step_by_kind"
+    """M14. Seed: the downstream-ready step completes INIT for a stream task and INIT_SCANHIST
+    for a fill-history task, whatever is in progress, and records the ready result and
+    launches the fill-history task even when that completion is refused."""
     RELEASE_BELOW_ZERO = "release_below_zero"
     """M8. Seed: a release with no outstanding acquire decrements anyway (no ReleaseError)."""
     UNREGISTER_CLEARS_ANY_LINK = "unregister_clears_any_link"

@@ -236,6 +236,8 @@ class MetaCore(MetaRestart, MetaStarting):
         has one, is launched (``_downstream_ready``)."""
         entry = self.entry(stream_id, task_id_)
         self._require_halt_link(entry, None, lambda lc, hear: lc.complete(event, listener=hear))
+        if self.by_kind and should_stop(entry.lifecycle.status):
+            return Outcome.REJECTED  # M14: streamProcessCheckRsp ignores a stopping task's answer
         outcome = self._downstream_ready(entry, event)
         self._complete_round_if_done()
         return outcome

@@ -47,6 +47,12 @@ SHOWN_BY_C: dict[Switch, ShownByC] = {
          Op.of("save_task", task="s1")),
         "persisted_status",
     ),
+    # M14: INIT_SCANHIST given to a stream task with nothing downstream: the C completes INIT
+    # (the task's kind), which is refused, and leaves INIT_SCANHIST in progress.
+    Switch.READY_STEP_BY_KIND: ShownByC(
+        (Op.of("register", task="t1"), Op.of("handle_event", task="t1", event="init_scanhist")),
+        "active",
+    ),
 }  # fmt: skip
 
 
