@@ -89,6 +89,10 @@ ADAPTER_CALLS: dict[str, tuple[Op, ...]] = {
                           Op.of("advance_clock", ms=5000)),
     # start_one of a task the meta does not map: TASK_IVLD_STATUS, the unknown task's error
     "start_one_unmapped": (Op.of("start_one", task="s1"),),
+    # the vnode sets the restart sentinel (taskStarting) before it starts every task, so the
+    # C records the launch results of the round start_all opens (t1's completes inside it)
+    "start_round": (Op.of("register", task="t1"), Op.of("register", task="s1"),
+                    Op.of("start_all"), Op.of("report_launch", task="s1", ready=False)),
     # a task with nothing downstream gets no check response (the harness's complete_event)
     "no_downstream": (Op.of("register", task="t1"),
                       Op.of("complete_event", task="t1", event="init")),

@@ -165,8 +165,14 @@ static void taskTimerEnd(void* param, void* tmrId) {
   atomic_sub_fetch_32(&t->status.timerActive, 1);
 }
 
+/* The vnode's start-complete callback (a round's end): nothing the harness observes. */
+static int32_t startComplete(SStreamMeta* m) {
+  (void)m;
+  return 0;
+}
+
 static int32_t metaOpen(void) {
-  meta = streamMetaOpen(metaPath, NULL, expandTask, 7, -1, NULL);
+  meta = streamMetaOpen(metaPath, NULL, expandTask, 7, -1, startComplete);
   return meta == NULL ? -1 : 0;
 }
 
@@ -200,7 +206,12 @@ static int64_t metaCall(const char* op, int32_t slot, int64_t arg) {
   if (strcmp(op, "commit") == 0) return streamMetaCommit(meta);
   if (strcmp(op, "load_all") == 0) return streamMetaLoadAllTasks(meta);
   if (strcmp(op, "latest_checkpoint_id") == 0) return streamMetaGetLatestCheckpointId(meta);
-  if (strcmp(op, "start_all") == 0) return streamMetaStartAllTasks(meta);
+  if (strcmp(op, "start_all") == 0) { /* the vnode's start: the restart sentinel set, then start */
+    streamMetaWLock(meta);
+    if (taosArrayGetSize(meta->pTaskList) > 0) meta->startInfo.taskStarting = 1;
+    streamMetaWUnLock(meta);
+    return streamMetaStartAllTasks(meta);
+  }
   if (strcmp(op, "start_one") == 0) { /* a task it cannot acquire: TASK_IVLD_STATUS, the protocol's unknown task */
     int32_t code = streamMetaStartOneTask(meta, tmpl->id.streamId, tmpl->id.taskId);
     return code == TSDB_CODE_STREAM_TASK_IVLD_STATUS && mapped(slot) == NULL ? NONE_CODE : code;
