@@ -59,13 +59,15 @@ RESULTS = {
     **{
         op: "outcome"
         for op in ("unregister", "resume", "load_all", "start_all", "start_one",
-                   "report_launch", "stop_all", "notify_close")
+                   "report_launch", "stop_all", "notify_close", "close_reopen",
+                   "crash_reopen", "corrupt_record")
     },
     "complete_event": "none",
 }
 """The level-2 operations whose C call returns a code (or nothing) where the reference returns
 a value (removed/deferred, an outcome, a load report, the round's steps, a bool, the ids
-stopped, a count): only their outcome is given. complete_event is the downstream check's
+stopped, a count; the reopens answer streamMetaLoadAllTasks's code, not the load report): only
+their outcome is given. complete_event is the downstream check's
 answer, streamProcessCheckRsp, which returns success whatever the second phase did: nothing
 of it is given (its effects show in the view)."""
 
