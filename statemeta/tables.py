@@ -133,14 +133,24 @@ class Switch(Enum):
     ROUND_COMPLETES_BY_COUNT = "round_completes_by_count"
     """M7. Seed: results go into two sets (any id, once per set) and a start round completes
     when |ready| + |failed| == the map's size."""
+    READY_STEP_BY_KIND = "ready_step_by_kind"
+    """M14. Seed: the downstream-ready step completes INIT for a stream task and INIT_SCANHIST
+    for a fill-history task, whatever is in progress, and records the ready result and
+    launches the fill-history task even when that completion is refused."""
     RELEASE_BELOW_ZERO = "release_below_zero"
     """M8. Seed: a release with no outstanding acquire decrements anyway (no ReleaseError)."""
     UNREGISTER_CLEARS_ANY_LINK = "unregister_clears_any_link"
     """M9. Seed: unregistering a fill-history task clears the link its stream task has."""
     SAVE_TASK_UNMAPPED = "save_task_unmapped"
     """M10. Seed: save_task of a task that is not mapped writes its record."""
+    SAVE_TASK_KEEPS_RECORD = "save_task_keeps_record"
+    """M13. Seed: the harness's save_task writes the record as the meta holds it (its status
+    byte and checkpoint id as they were made), not with the current status and checkpoint."""
     LAUNCH_GIVE_UP_NOT_SAVED = "launch_give_up_not_saved"
     """M11. Seed: the fill-history launch giving up clears the link in memory only."""
+    HEARTBEAT_ENDS_AT_TICK = "heartbeat_ends_at_tick"
+    """M12. Seed: the heartbeat chain is armed at open for any meta and ends only at a tick
+    that finds the meta not leader (leaving LEADER leaves it armed until then)."""
 
 
 @attrs.frozen

@@ -32,6 +32,8 @@ __all__ = ["PAGE", "main", "render"]
 _HEADER = ("| # | invariant | operation | steps | shortest trace | divergence | detail "
            "| vnode callers |")
 NOT_ATTRIBUTED = "not yet attributed"
+OPENED = "(none: the meta as opened)"
+"""The trace cell of a violation the empty meta shows already."""
 
 
 def render(report: dict[str, Any], page: str) -> str:
@@ -65,7 +67,8 @@ def _block(report: dict[str, Any], attributed: dict[tuple[str, str], str]) -> st
         key = (v["invariant"], v["operation"])
         lines.append(
             f"| {number} | {v['invariant']} | {v['operation']} | {v['length']} | "
-            f"{_cell('; '.join(v['ops']))} | {attributed.get(key, NOT_ATTRIBUTED)} | "
+            f"{_cell('; '.join(v['ops'])) if v['ops'] else OPENED} | "
+            f"{attributed.get(key, NOT_ATTRIBUTED)} | "
             f"{_cell(v['detail'])} | {_vnode_cell(report, v)} |"
         )
     return "\n".join(lines) + "\n"

@@ -59,7 +59,7 @@ from statemeta.harness.normalize import Json
 from statemeta.harness.operations import REOPENS, Op, slot_of
 from statemeta.harness.reference import Coverage, ReferenceAdapter
 from statemeta.interrupts import raise_if_interrupted
-from statemeta.invariants import check_view, reopen, store_mirror
+from statemeta.invariants import VIEW_INVARIANTS, reopen, store_mirror
 from statemeta.lifecycle import TaskStatus
 from statemeta.meta.core import TASK_TABLE
 from statemeta.meta.launch import LaunchRetry
@@ -325,6 +325,8 @@ class _Level:
     """Go on past a failure (the failing state is dropped)."""
     subsume: bool = True
     """Drop the nodes ``covered`` subsumes."""
+    inherited: frozenset[str] = frozenset()
+    """The invariants the empty meta breaks already (``_inherited``): not checked below it."""
     known_classes: frozenset[str] | None = None
     """With classes counted: those reached at earlier levels."""
     vnode: bool = False
@@ -399,13 +401,14 @@ def explore(
     met: set[tuple[str, str]] = set()
     """The search's (invariant, operation) pairs replayed so far."""
     stopped = False
-    try:
-        _check_state(root)
-    except _Failure as failure:
-        violation = _violation(start, [], failure.failure)
+    inherited = _inherited(root)
+    for failure in _root_failures(root, inherited):
+        violation = _violation(start, [], failure.failure, inherited - {failure.invariant})
         violations[violation.invariant, violation.operation] = violation
-        stopped = not all_violations
-        frontier = []
+        if not all_violations:
+            stopped = True
+            frontier = []
+            break
     for depth in range(bounds.max_depth):
         raise_if_interrupted()
         level = _level(context, (abstraction, alphabet, root), parents, covered, frontier,
@@ -462,7 +465,7 @@ def explore(
                 continue  # a shortest trace of it is already kept
             met.add((failure_found.invariant, op.name))
             path = [*_path(parents, frontier[failure_found.position].fingerprint), op]
-            violation = _violation(start, path, failure_found.failure)
+            violation = _violation(start, path, failure_found.failure, inherited)
             violations.setdefault((violation.invariant, violation.operation), violation)
         if first is not None:
             stopped = True
@@ -530,6 +533,7 @@ def _level(
     return _Level(
         abstraction, alphabet, root, root[0].coverage, parents, covered, frontier,
         keep_systems=keep_systems, all_violations=context.all_violations,
+        inherited=_inherited(root),
         subsume=context.subsume,
         known_classes=known_classes if context.classes else None,
         vnode=context.callers is Callers.VNODE,
@@ -816,7 +820,7 @@ def _expand(
             ):
                 if state not in explored and state not in covered:
                     try:
-                        _check_state(work)
+                        _check_state(work, level.inherited)
                     except _Failure as failure:
                         expansion.failures.append(_found(position, op_index, failure))
                         if not level.all_violations:
@@ -869,18 +873,49 @@ def _start(
     return system
 
 
-def _check_state(system: System) -> None:
-    """The state invariants (every view invariant, store-mirror) on a state found first."""
+def _check_state(system: System, inherited: frozenset[str] = frozenset()) -> None:
+    """The state invariants (every view invariant, store-mirror) on a state found first, but
+    for those ``inherited`` from the empty meta."""
     for side, adapter in zip(("reference", "variant"), system, strict=False):
         meta = adapter.meta
         view = meta.view()
         try:
-            check_view(view)
-            store_mirror(view, meta.stored_tasks())
+            for invariant_id, check, _reads in VIEW_INVARIANTS:
+                if invariant_id not in inherited:
+                    check(view)
+            if "store-mirror" not in inherited:
+                store_mirror(view, meta.stored_tasks())
         except InvariantViolation as violation:
             raise _Failure(
                 "invariant", f"{side}: {violation}", violation.invariant_id
             ) from violation
+
+
+def _root_failures(root: System, inherited: frozenset[str]) -> list[_Failure]:
+    """The empty meta's failures, one per invariant it breaks (``inherited``), in the
+    catalogue's order."""
+    failures: list[_Failure] = []
+    for invariant_id in inherited:
+        try:
+            _check_state(root, inherited - {invariant_id})
+        except _Failure as failure:
+            failures.append(failure)
+    return failures
+
+
+def _inherited(root: System) -> frozenset[str]:
+    """The invariants the empty meta breaks already (the seed's vnode arms its heartbeat chain
+    at open, M12): each is reported once, at the root, with an empty trace, and not checked
+    below it, since every state would inherit the violation and stopping there would leave
+    the seed unexplored."""
+    broken: list[str] = []
+    while True:
+        try:
+            _check_state(root, frozenset(broken))
+        except _Failure as failure:
+            broken.append(failure.invariant)
+            continue
+        return frozenset(broken)
 
 
 def _key(abstraction: StateAbstraction, system: System) -> tuple[Hashable, frozenset[str]]:
@@ -996,18 +1031,32 @@ def _path(parents: Parents, state: Fingerprint) -> list[Op]:
     return ops
 
 
-def _violation(start: Callable[[], System], ops: Sequence[Op], failure: Failure) -> Violation:
+def _violation(
+    start: Callable[[], System],
+    ops: Sequence[Op],
+    failure: Failure,
+    inherited: frozenset[str] = frozenset(),
+) -> Violation:
     """Replays ``ops`` on fresh adapters (made by ``start``) to record each side's results
-    (and to fail again, at the last operation)."""
+    (and to fail again, at the last operation; with no operation, at the empty meta). The
+    invariants ``inherited`` from the empty meta are not checked."""
     system = start()
     variant = len(system) > 1
     steps: list[Step] = []
     try:
+        if not ops:
+            try:
+                _check_state(system, inherited)
+            except _Failure as again:
+                reference_view, variant_view = _views(system)
+                failed = attrs.evolve(again.failure, reference_view=reference_view,
+                                      sut_view=variant_view)
+                return Violation(again.invariant, Counterexample((), failed))
         for op in ops:
             results: list[dict[str, Json]] = []
             try:
                 _step(system, op, results)
-                _check_state(system)  # a seed meta skips the invariants its switches break
+                _check_state(system, inherited)  # a seed meta skips what its switches break
             except _Failure as again:
                 reference = results[0] if results else {"error": "InvariantViolation"}
                 steps.append(Step(op, reference, results[1] if len(results) > 1 else None))

@@ -460,7 +460,8 @@ class _Machine(RuleBasedStateMachine):
         self.sut_view = self.sut.view()
         try:
             compare_views(
-                START, START, (self.ref_view, self.sut_view), None, self.observation,
+                START, START, (self.ref_view, self.sut_view), type(self).seed_violations,
+                self.observation,
                 masks=self.masks,
             )
         except Divergence as e:  # no teardown follows a machine that did not construct

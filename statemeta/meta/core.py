@@ -236,6 +236,8 @@ class MetaCore(MetaRestart, MetaStarting):
         has one, is launched (``_downstream_ready``)."""
         entry = self.entry(stream_id, task_id_)
         self._require_halt_link(entry, None, lambda lc, hear: lc.complete(event, listener=hear))
+        if self.by_kind and should_stop(entry.lifecycle.status):
+            return Outcome.REJECTED  # M14: streamProcessCheckRsp ignores a stopping task's answer
         outcome = self._downstream_ready(entry, event)
         self._complete_round_if_done()
         return outcome
@@ -419,8 +421,8 @@ class MetaCore(MetaRestart, MetaStarting):
         row = self._apply_role(RoleEvent.BECOME_LEADER if is_leader else RoleEvent.BECOME_FOLLOWER)
         if row.send_before_close:
             state.send_before_close = True
-        if row.stop_heartbeat:
-            heartbeat.stop_chain(state.heartbeat, state.schedule)
+        if row.stop_heartbeat and not self.profile.seed(Switch.HEARTBEAT_ENDS_AT_TICK):  # M12
+            heartbeat.stop_chain(state.heartbeat, state.schedule)  # the seed's ends at its tick
         if row.start_heartbeat and heartbeat.start(state.heartbeat, state.schedule, self.now):
             self._send_heartbeat(before_close=False)
         return state.role

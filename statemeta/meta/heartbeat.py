@@ -12,8 +12,9 @@ at once (``start``), so the first heartbeat comes 24 ticks (4.8 s) after it, and
 can send at once. The tick counter is reset at every 25th tick, whether or not a message goes
 (waitForEnoughDuration; with no task to report none does), and only then: ticks counted before
 a follower period carry over into the next leader period. An snode's chain, armed at open, first
-ticks 200 ms later (``arm``). The chain stops as soon as the meta stops being leader (the seed's
-dies at its next tick, which only clears hbStart).
+ticks 200 ms later (``arm``). The chain stops as soon as the meta stops being leader; in the
+seed profile (switch M12) every meta's chain is armed at open and a chain ends only at a tick
+that finds the meta not leader, which only clears hbStart (``tick``).
 
 The message lists the tasks in list order, fill-history tasks left out, each with its status,
 the meta's stage and its checkpoint state; the node ids the tasks queued for update are moved

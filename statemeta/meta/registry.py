@@ -101,6 +101,9 @@ class MetaRegistry:
         self.by_count = self.profile.seed(Switch.ROUND_COMPLETES_BY_COUNT)  # M7
         """A start round completes when its results number the map's tasks, and start_all
         over an empty list opens no round (the seed)."""
+        self.by_kind = self.profile.seed(Switch.READY_STEP_BY_KIND)  # M14
+        """The downstream-ready step completes the event of the task's kind and records its
+        ready result whatever that completion did (doProcessDownstreamReadyRsp)."""
         self.paused_by_calls = self.profile.seed(Switch.PAUSED_COUNT_DRIFTS)  # M1
         """paused_count moves with the calls streamTaskPause, streamTaskResume and unregister
         make (``_paused_call``), as in the seed, instead of with the status changes."""
@@ -121,7 +124,7 @@ class MetaRegistry:
         self.outbox: list[Effect] = []
         """Effects queued for the edge, in order."""
         self._trace = _Recorder()
-        if role is Role.LEADER:
+        if role is Role.LEADER or self.profile.seed(Switch.HEARTBEAT_ENDS_AT_TICK):  # M12
             heartbeat.arm(self.state.heartbeat, self.state.schedule, now)
 
     def _task_table(self, store: Store) -> Table:

@@ -125,16 +125,22 @@ class MetaStarting(MetaRegistry):
         (no dispatcher) succeeds inside the call (section 8.5 of the reference)."""
         outcome = entry.lifecycle.handle(event, listener=self._on_status_change)
         if outcome is Outcome.STARTED and not entry.task.dispatches:
-            return self._downstream_ready(entry, event)
+            ready = self._downstream_ready(entry, event)
+            return outcome if ready is Outcome.REJECTED and self.by_kind else ready
         return outcome
 
     def _downstream_ready(self, entry: TaskEntry, event: TaskEvent) -> Outcome:
         """doProcessDownstreamReadyRsp: the success step of ``event``; once applied, the task
-        is downstream-ready, its ready result is recorded and its fill-history task launched."""
+        is downstream-ready, its ready result is recorded and its fill-history task launched.
+        The seed (M14) completes the event of the task's kind, INIT or INIT_SCANHIST, whatever
+        ``event`` is, and records and launches even when that completion is refused."""
+        if self.by_kind:  # M14
+            event = TaskEvent.INIT_SCANHIST if entry.task.fill_history else TaskEvent.INIT
         outcome = entry.lifecycle.complete(event, listener=self._on_status_change)
-        if outcome is not Outcome.APPLIED:
+        if outcome is not Outcome.APPLIED and not self.by_kind:
             return outcome
-        entry.downstream_ready = True
+        if outcome is Outcome.APPLIED:
+            entry.downstream_ready = True
         self._record_launch(entry.id, True)
         if entry.task.h_task_id != NO_RELATED_TASK:
             self._launch_fill_history(entry)

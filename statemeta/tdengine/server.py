@@ -58,14 +58,20 @@ LEVEL2_OBSERVED = {
 """What the C keeps at level 2 (the driver's view2)."""
 
 RESULTS = {
-    op: "outcome"
-    for op in ("unregister", "resume", "load_all", "start_all", "start_one", "report_launch",
-               "stop_all", "notify_close", "close_reopen", "crash_reopen", "corrupt_record")
+    **{
+        op: "outcome"
+        for op in ("unregister", "resume", "load_all", "start_all", "start_one",
+                   "report_launch", "stop_all", "notify_close", "close_reopen",
+                   "crash_reopen", "corrupt_record")
+    },
+    "complete_event": "none",
 }
-"""The level-2 and level-3 operations whose C call returns a code (or nothing) where the
-reference returns a value (removed/deferred, an outcome, a load report, the round's steps, a
-bool, the ids stopped, a count; each reopen: streamMetaLoadAllTasks's code, not the load
-report): only their outcome is given."""
+"""The level-2 operations whose C call returns a code (or nothing) where the reference returns
+a value (removed/deferred, an outcome, a load report, the round's steps, a bool, the ids
+stopped, a count; the reopens answer streamMetaLoadAllTasks's code, not the load report): only
+their outcome is given. complete_event is the downstream check's
+answer, streamProcessCheckRsp, which returns success whatever the second phase did: nothing
+of it is given (its effects show in the view)."""
 
 BLOCKS = ["unregister", "notify_close"]
 """The calls that wait in a sleep loop of the C for a task's timer (statemeta.harness.blocking):
@@ -229,6 +235,8 @@ class TDengineServer:
             arg = int(args["checkpoint"])
         elif op == "fail_next":
             arg = FAULT_OPS.index(args["op"])
+        elif "node" in args:
+            arg = int(args["node"])
         described = f"{op}({', '.join(f'{k}={v}' for k, v in sorted(args.items()))})"
         if op in ("crash_reopen", "corrupt_record"):
             self._crash(driver, described)
@@ -288,8 +296,10 @@ class TDengineServer:
 
 def _meta_result(op: str, answer: str) -> object:
     """The ``ok`` value of a level-2 answer: what the C's call returns."""
-    if answer == "pending" or op in ("handle_event", "complete_event", "begin_checkpoint"):
+    if op in ("handle_event", "complete_event", "begin_checkpoint"):
         return "ok" if answer in ("pending", "0") else "rejected"
+    if answer == "pending":
+        return None  # a void call still waiting in the C (clear, for a task's timer): null
     if op in ("register", "acquire", "all_tasks_ready"):
         return answer == "1"
     if op == "update_stage_role":

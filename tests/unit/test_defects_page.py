@@ -57,7 +57,12 @@ def test_rows_are_the_violations_and_a_written_attribution_is_kept() -> None:
 
 
 def test_an_empty_finding_says_so() -> None:
-    page = render(_seed_report(attrs.evolve(ONE_TASK, max_depth=1)), EMPTY_PAGE)
+    """At depth 1 the seed's one finding is the empty meta's (its vnode's heartbeat chain
+    armed at open, M12): reported once, with no operation; without it the page says so."""
+    found = _seed_report(attrs.evolve(ONE_TASK, max_depth=1))
+    assert [(v["invariant"], v["ops"]) for v in found["violations"]] == [("heartbeat-chain", [])]
+    assert "| (none: the meta as opened) |" in render(found, EMPTY_PAGE)
+    page = render(dict(found, violations=[]), EMPTY_PAGE)
     assert "no violation of the invariant catalogue" in page
     assert "L1 `repeat_overwrites_saved`" in page  # the switches the seed explored was made of
 
@@ -80,7 +85,7 @@ def test_the_command_checks_then_rewrites(
     assert defects_page.main([*argv, "--check"]) == 1 and page.read_text() == EMPTY_PAGE
     assert defects_page.main(argv) == 0 and "rewrote" in capsys.readouterr().out
     assert defects_page.main([*argv, "--check"]) == 0
-    assert "| 1 | paused-count | handle_event | 3 |" in page.read_text()
+    assert "| 2 | paused-count | handle_event | 3 |" in page.read_text()  # 1: the empty meta's
     page.write_text("# no block\n")
     assert defects_page.main(argv) == 2
     assert "could not run" in capsys.readouterr().err

@@ -84,7 +84,7 @@ def test_a_state_failing_a_planted_check_is_neither_kept_nor_expanded(
     each operation, after every step) or as a trace invariant (after every transition): the
     one violation is register's, and no state past it is ever found."""
 
-    def planted(system: search.System) -> None:
+    def planted(system: search.System, inherited: frozenset[str] = frozenset()) -> None:
         if system[0].view()["ids"]:
             raise search._Failure("invariant", "planted: a task is registered", "planted")
 

@@ -150,8 +150,10 @@ def test_the_retry_timer_gives_up_after_its_retries_and_clears_the_link(
     ticks: list[int] = []
     retries: list[int] = []
     while launch_timer_fires(meta):
+        kind = meta.state.schedule.in_firing_order()[0].kind  # the seed's heartbeat too (M12)
         clock.run_next()
-        ticks.append(clock.now)
+        if kind is TimerKind.LAUNCH:
+            ticks.append(clock.now)
         launch = entry.launch
         if launch is not None and launch.retry_times > len(retries):
             retries.append(clock.now)

@@ -13,8 +13,10 @@ import attrs
 import pytest
 from meta_support import committed, faulty_factory, fill_history_pair, open_meta, task
 
-from statemeta.codec import NO_RELATED_TASK, TaskId, encode_task_key
+from statemeta.codec import NO_RELATED_TASK, TableOutput, TaskId, encode_task_key
 from statemeta.errors import MisuseError, SpecError, StatemetaError
+from statemeta.harness.operations import Op
+from statemeta.harness.reference import ReferenceAdapter
 from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus
 from statemeta.meta import StreamMeta, VirtualClock
 from statemeta.semantics import Profile, Semantics, as_profile
@@ -288,6 +290,47 @@ def round_that_completes_inside_start_all(open_: Open, _path: Path) -> object:
     return [r.failed for r in rounds]
 
 
+def follower_after_leader(open_: Open, _path: Path) -> object:
+    """A vnode's meta (UNINIT) at open, after LEADER -> FOLLOWER, and 200 ms later."""
+    clock = VirtualClock()
+    meta = open_(clock=clock)
+    armed = [meta.view().heartbeat.armed]
+    meta.update_stage_role(1, True)
+    meta.update_stage_role(2, False)
+    armed.append(meta.view().heartbeat.armed)
+    clock.advance(200)  # the seed's tick as a follower: it ends the chain
+    armed.append(meta.view().heartbeat.armed)
+    return tuple(armed), meta.view().heartbeat.sent
+
+
+def save_a_paused_task(open_: Open, _path: Path) -> object:
+    """The harness's save_task (the reference adapter, in the trace's profile) of a paused
+    task: the status byte it stores."""
+    meta = open_()
+    profile = meta.profile
+    meta.close()
+    adapter = ReferenceAdapter(semantics="seed", flipped=frozenset(Switch) - profile.seed_switches)
+    adapter.start(2)
+    try:
+        for op in (Op.of("register", task="s1"), Op.of("handle_event", task="s1", event="pause"),
+                   Op.of("save_task", task="s1")):  # fmt: skip
+            adapter.call(op)
+        return adapter.view()["tasks"][0]["persisted_status"]
+    finally:
+        adapter.stop()
+
+
+def scan_history_of_a_stream_task(open_: Open, _path: Path) -> object:
+    """INIT_SCANHIST given to a stream task with nothing downstream: the downstream-ready step
+    runs inside the call."""
+    meta = open_()
+    meta.register(task(1, output=TableOutput()), 5)
+    meta.handle_event(0x10, 1, E.INIT_SCANHIST)
+    seen = meta.view().task(T1.id)
+    assert seen is not None
+    return seen.status, seen.downstream_ready
+
+
 META_SHOWN: dict[Switch, MetaShown] = {
     # M1: PAUSE, PAUSE: the seed counts two paused tasks for one.
     Switch.PAUSED_COUNT_DRIFTS: MetaShown(pause_twice, (S.PAUSE, 1), (S.PAUSE, 2)),
@@ -324,6 +367,16 @@ META_SHOWN: dict[Switch, MetaShown] = {
     Switch.SAVE_TASK_UNMAPPED: MetaShown(save_an_unmapped_task, ("UnknownTaskError", 0), (None, 1)),
     # M11: the retry gives up: the seed clears the link in memory only, the store keeps it.
     Switch.LAUNCH_GIVE_UP_NOT_SAVED: MetaShown(give_up_a_fill_history_launch, True, False),
+    # M14: the seed completes INIT (a stream task's), refused: INIT_SCANHIST stays in progress.
+    Switch.READY_STEP_BY_KIND: MetaShown(
+        scan_history_of_a_stream_task, (S.SCAN_HISTORY, True), (S.UNINIT, False)
+    ),
+    # M13: the seed's record keeps the status byte it was made with (READY), not PAUSE.
+    Switch.SAVE_TASK_KEEPS_RECORD: MetaShown(save_a_paused_task, "pause", "ready"),
+    # M12: the seed arms a vnode's chain at open and a follower's stays armed until its tick.
+    Switch.HEARTBEAT_ENDS_AT_TICK: MetaShown(
+        follower_after_leader, ((False, False, False), 0), ((True, True, False), 0)
+    ),
 }
 
 

@@ -209,20 +209,19 @@ def test_a_use_after_free_served_is_a_failure_of_kind_fault_whose_trace_replays(
 def test_level_2_runs_to_a_catalogue_of_named_divergences(
     tree: Path, driver: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Served at level 2, the compiled meta runs through a keep-going check to the end: the
-    divergences are catalogued (docs/tdengine.md lists them), the first being the heartbeat
-    timer the C arms at open, before any role."""
+    """Served at level 2, the compiled meta runs through a keep-going check to the end: what
+    is left in its catalogue is a documented limit (docs/tdengine.md, ``LIMITS``); the rows the
+    seed profile (M12) and the adapter once got wrong are gone."""
     code = main([
         "check", "--sut", _sut(tree), "--level", "2", "--semantics", "seed", "--examples", "30",
         "--steps", "20", "--seed", "0", "--no-directed", "--keep-going", "--json",
         "--trace-out", str(tmp_path / "t.json"),
     ])  # fmt: skip
     report = json.loads(capsys.readouterr().out)
-    assert code == 1 and not report["conformant"]
-    details = [json.dumps(entry) for entry in report["catalogue"]]
-    assert len(details) >= 3
-    assert any("heartbeat.armed" in d for d in details)
-    assert not any("protocol" in d and "broke" in d for d in details)
+    assert code == (0 if report["conformant"] else 1)
+    for entry in report["catalogue"]:
+        assert (entry["op"], entry["at"]) in LIMITS, entry
+    assert report["trace"] is None or report["catalogue"], "a run stops only at a limit"
 
 
 def test_level_3_serves_reopen_crash_faults_and_a_torn_record(driver: Path) -> None:
@@ -250,8 +249,9 @@ def test_level_3_serves_reopen_crash_faults_and_a_torn_record(driver: Path) -> N
 def test_level_3_runs_to_a_catalogue_and_stops_at_the_torn_record(
     tree: Path, driver: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The directed corpus at level 3 with --keep-going: the divergences before the torn
-    record's over-read are catalogued, and the over-read ends the run naming the finding."""
+    """The directed corpus at level 3 with --keep-going: what is catalogued before the torn
+    record's over-read is a documented limit only, and the over-read ends the run naming the
+    finding."""
     code = main([
         "check", "--sut", _sut(tree), "--level", "3", "--semantics", "seed", "--examples", "10",
         "--steps", "10", "--seed", "0", "--keep-going", "--json",
@@ -259,45 +259,32 @@ def test_level_3_runs_to_a_catalogue_and_stops_at_the_torn_record(
     ])  # fmt: skip
     report = json.loads(capsys.readouterr().out)
     assert code == 1 and not report["conformant"]
-    catalogued = {(entry["op"], entry["at"]) for entry in report["catalogue"]}
-    assert ("start", "view.heartbeat.armed") in catalogued
+    for entry in report["catalogue"]:
+        assert (entry["op"], entry["at"]) in LIMITS, entry
     # the reopens answer streamMetaLoadAllTasks's code: declared outcome-only, not compared
     assert report["results"]["close_reopen"] == report["results"]["crash_reopen"] == "outcome"
-    assert not catalogued & {("close_reopen", "result"), ("crash_reopen", "result")}
     assert "heap-buffer-overflow" in json.dumps(report)
 
 
+LIMITS = {
+    ("handle_event", "view.paused_count"): "a PAUSE that waits (attached): streamTaskPause "
+    "counts it when its wait ends, the model when it is handled",
+    ("handle_event", "invariant:paused-count"): "the same: a waiting PAUSE counted later",
+    ("clear", "view.ids"): "a blocking clear: streamMetaClear waits for the task timers (on "
+    "the shim's virtual clock); the reference clears at once",
+    ("clear", "view.map_ids"): "the same: the blocking clear",
+    ("clear", "view.tasks"): "the same: the blocking clear",
+    ("clear", "view.num_tasks"): "the same: the blocking clear",
+    ("clear", "view.stream_count"): "the same: the blocking clear",
+}
+"""The places a seed keep-going run at level 2 may still show, each a documented limit
+(docs/tdengine.md)."""
+
 UNEXPLAINED = {
     ("*", "result"): "the protocol: the C returns a code, a bool or nothing, not the result "
-    "the reference builds (what an implementation can give is for the protocol's result "
-    "declarations, issue 29 item 2); report_downstream_update: not in the driver yet",
-    ("start", "invariant:heartbeat-chain"): "the seed profile: streamMetaOpen arms the "
-    "heartbeat timer before any role",
-    ("start", "view.heartbeat.armed"): "the same as the invariant: armed at open",
-    ("update_stage_role", "invariant:heartbeat-chain"): "the seed profile: the timer stays "
-    "armed for a follower (it checks the role when it fires)",
-    ("update_stage_role", "view.heartbeat.armed"): "the same: armed for a follower",
-    ("begin_checkpoint", "view.tasks.checkpointing_id"): "the adapter sets the checkpoint id "
-    "before the event; the profile records it elsewhere",
-    ("save_task", "view.tasks.persisted_status"): "the seed profile: the C's record keeps its "
-    "own status byte (status.taskStatus), not the state machine's",
-    ("save_task", "view.tasks.checkpoint_id"): "the seed profile: the C's record keeps the "
-    "checkpoint id it had, not the one the model saves",
-    ("handle_event", "invariant:paused-count"): "the seed profile: the C counts pauses in "
-    "streamTaskPause, not in the state machine's event",
-    ("handle_event", "view.paused_count"): "the same: pauses counted in streamTaskPause",
-    ("handle_event", "view.tasks.active"): "the two-phase init: the C's init waits for the "
-    "downstream check the adapter answers in complete_event",
-    ("complete_event", "view.tasks.active"): "the same: complete_event is the downstream "
-    "check's answer (streamProcessCheckRsp), a path of its own in the C",
-    ("complete_event", "view.tasks.status"): "the same path: the downstream check's answer",
-    ("complete_event", "view.tasks.downstream_ready"): "the same path: the downstream check's "
-    "answer",
-    ("start_task_timer", "view.tasks.refcount"): "the driver's timer holds a reference, as the "
-    "C's callers of a task timer do",
-    ("start_all", "view.start_round.ready"): "the start round: the C records a task's launch "
-    "result in its own path, not at the step the model does",
-    ("start_all", "view.start_round.failed"): "the same: the start round's results",
+    "the reference builds (the adapter declares those results; a void call that waits in the "
+    "C answers null)",
+    **LIMITS,
 }
 """The places (``*``: after any operation) a keep-going run against the compiled C shows that
 no switch of spec/divergences.toml explains, each with the reason (docs/tdengine.md's table):

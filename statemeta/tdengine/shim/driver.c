@@ -193,11 +193,16 @@ static void taskTimerEnd(void* param, void* tmrId) {
   (void)tmrId;
   SStreamTask* t = param;
   atomic_sub_fetch_32(&t->status.timerActive, 1);
-  streamMetaReleaseTask(meta, t);
+}
+
+/* The vnode's start-complete callback (a round's end): nothing the harness observes. */
+static int32_t startComplete(SStreamMeta* m) {
+  (void)m;
+  return 0;
 }
 
 static int32_t metaOpen(void) {
-  meta = streamMetaOpen(metaPath, NULL, expandTask, 7, -1, NULL);
+  meta = streamMetaOpen(metaPath, NULL, expandTask, 7, -1, startComplete);
   return meta == NULL ? -1 : 0;
 }
 
@@ -231,8 +236,16 @@ static int64_t metaCall(const char* op, int32_t slot, int64_t arg) {
   if (strcmp(op, "commit") == 0) return streamMetaCommit(meta);
   if (strcmp(op, "load_all") == 0) return streamMetaLoadAllTasks(meta);
   if (strcmp(op, "latest_checkpoint_id") == 0) return streamMetaGetLatestCheckpointId(meta);
-  if (strcmp(op, "start_all") == 0) return streamMetaStartAllTasks(meta);
-  if (strcmp(op, "start_one") == 0) return streamMetaStartOneTask(meta, tmpl->id.streamId, tmpl->id.taskId);
+  if (strcmp(op, "start_all") == 0) { /* the vnode's start: the restart sentinel set, then start */
+    streamMetaWLock(meta);
+    if (taosArrayGetSize(meta->pTaskList) > 0) meta->startInfo.taskStarting = 1;
+    streamMetaWUnLock(meta);
+    return streamMetaStartAllTasks(meta);
+  }
+  if (strcmp(op, "start_one") == 0) { /* a task it cannot acquire: TASK_IVLD_STATUS, the protocol's unknown task */
+    int32_t code = streamMetaStartOneTask(meta, tmpl->id.streamId, tmpl->id.taskId);
+    return code == TSDB_CODE_STREAM_TASK_IVLD_STATUS && mapped(slot) == NULL ? NONE_CODE : code;
+  }
   if (strcmp(op, "report_launch") == 0)
     return streamMetaAddTaskLaunchResult(meta, tmpl->id.streamId, tmpl->id.taskId, 0, taosGetTimestampMs(), arg != 0);
   if (strcmp(op, "all_tasks_ready") == 0) return streamMetaAllTasksReady(meta);
@@ -285,7 +298,17 @@ static int64_t metaCall(const char* op, int32_t slot, int64_t arg) {
   }
   SStreamTask* t = mapped(slot);
   if (t == NULL) return NONE_CODE;
+  if (strcmp(op, "handle_event") == 0 && arg == TASK_EVENT_PAUSE) {
+    /* the vnode pauses a task by streamTaskPause (tqProcessTaskPauseReq), which counts it and
+     * returns nothing; PAUSE has a row from every status in streamTaskSm.c's table, so the
+     * event it handles is never refused when it returns (one that waits answers pending) */
+    streamTaskPause(meta, t);
+    return 0;
+  }
   if (strcmp(op, "handle_event") == 0) return streamTaskHandleEvent(t->status.pSM, (EStreamTaskEvent)arg);
+  if (strcmp(op, "complete_event") == 0 && t->outputInfo.type != TASK_OUTPUT__FIXED_DISPATCH)
+    return TSDB_CODE_STREAM_INVALID_STATETRANS; /* nothing downstream: no check response comes (the
+                                                 * C's INIT completes inside the event) */
   if (strcmp(op, "complete_event") == 0) { /* the downstream answers ready: the second phase */
     SStreamTaskCheckRsp rsp = {.reqId = t->checkReqId, .upstreamTaskId = t->id.taskId,
                                .status = TASK_DOWNSTREAM_READY};
@@ -295,16 +318,30 @@ static int64_t metaCall(const char* op, int32_t slot, int64_t arg) {
     streamTaskResume(t);
     return 0;
   }
-  if (strcmp(op, "begin_checkpoint") == 0) {
-    t->chkInfo.checkpointingId = arg;
-    t->chkInfo.transId = 1;
-    return streamTaskHandleEvent(t->status.pSM, TASK_EVENT_GEN_CHECKPOINT);
+  if (strcmp(op, "begin_checkpoint") == 0) { /* the checkpoint is recorded once the task is in it */
+    int32_t code = streamTaskHandleEvent(t->status.pSM, TASK_EVENT_GEN_CHECKPOINT);
+    if (code == 0) {
+      t->chkInfo.checkpointingId = arg;
+      t->chkInfo.transId = 1;
+    }
+    return code;
   }
   if (strcmp(op, "save_task") == 0) return streamMetaSaveTask(meta, t);
-  if (strcmp(op, "start_task_timer") == 0) {
+  if (strcmp(op, "start_task_timer") == 0) { /* the downstream re-check's timer: no reference */
     atomic_add_fetch_32(&t->status.timerActive, 1);
-    atomic_add_fetch_32(&t->refCnt, 1);
     taosTmrStart(taskTimerEnd, 100, t, streamTimer);
+    return 0;
+  }
+  if (strcmp(op, "report_downstream_update") == 0) { /* addIntoNodeUpdateList, once per node */
+    taosThreadMutexLock(&t->lock);
+    bool queued = false;
+    for (size_t i = 0; i < taosArrayGetSize(t->outputInfo.pDownstreamUpdateList); ++i)
+      queued |= ((SDownstreamTaskEpset*)taosArrayGet(t->outputInfo.pDownstreamUpdateList, i))->nodeId == arg;
+    if (!queued) {
+      SDownstreamTaskEpset e = {.nodeId = (int32_t)arg};
+      taosArrayPush(t->outputInfo.pDownstreamUpdateList, &e);
+    }
+    taosThreadMutexUnlock(&t->lock);
     return 0;
   }
   return NONE_CODE;
