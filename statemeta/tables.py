@@ -141,6 +141,15 @@ class Switch(Enum):
     """M10. Seed: save_task of a task that is not mapped writes its record."""
     LAUNCH_GIVE_UP_NOT_SAVED = "launch_give_up_not_saved"
     """M11. Seed: the fill-history launch giving up clears the link in memory only."""
+    LENGTH_HEADER_TRUSTED = "length_header_trusted"
+    """U1. Seed: the decoder takes a record's length header as its size: a torn record is
+    read past its end (undefined behaviour)."""
+    RELEASE_FREES_MAPPED = "release_frees_mapped"
+    """U2. Seed: a release that takes the meta's own reference frees a task the meta still
+    maps (undefined behaviour at its next use)."""
+    RELEASE_OF_FREED = "release_of_freed"
+    """U3. Seed: a release through a handle whose task is freed writes freed memory
+    (undefined behaviour)."""
 
 
 @attrs.frozen
