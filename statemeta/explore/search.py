@@ -28,7 +28,7 @@ pair is the search's, which checks the state invariants after the operation; the
 checks the whole catalogue inside it and may name another invariant first, e.g. a variant's
 refcount where the search saw the results differ: a violation is listed under the replay's
 pair, once.) The seed's undefined behaviour (statemeta.errors.UndefinedBehaviour) is a failure
-of kind ``undefined-behaviour``, named after its divergence row (``undefined-behaviour U2``).
+of kind ``undefined-behaviour``, named after its divergence row (``undefined-behaviour-U2``).
 """
 
 from __future__ import annotations
@@ -975,9 +975,9 @@ def _start(
 
 def _undefined_id(undefined: UndefinedBehaviour) -> str:
     """How a violation names the seed's undefined behaviour: the failure kind and the row of
-    spec/divergences.md whose switch reaches it (``undefined-behaviour U2``), so that each
+    spec/divergences.md whose switch reaches it (``undefined-behaviour-U2``), so that each
     path is a distinct violation of its operation."""
-    return f"undefined-behaviour {undefined.divergence}"
+    return f"undefined-behaviour-{undefined.divergence}"
 
 
 def _check_state(system: System) -> None:

@@ -83,7 +83,7 @@ def test_the_explorer_finds_the_seeds_aborted_load_and_the_intended_passes() -> 
     assert intended.complete and intended.violations == ()
     seed = explore(BOUNDS, semantics="seed", all_violations=True)
     found = {(v.invariant, v.operation): v.counterexample.ops for v in seed.violations}
-    assert found[("undefined-behaviour U1", "corrupt_record")] == (
+    assert found[("undefined-behaviour-U1", "corrupt_record")] == (
         Op.of("corrupt_record", task="s1"),
     )
 

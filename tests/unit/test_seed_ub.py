@@ -202,12 +202,12 @@ def test_the_explorer_reports_each_path_within_its_bounds_as_a_seed_defect() -> 
     found = explore(SMALL, semantics=Semantics.SEED, all_violations=True)
     undefined = {v.invariant: v for v in found.violations
                  if v.counterexample.kind == "undefined-behaviour"}
-    assert set(undefined) == {"undefined-behaviour U1", "undefined-behaviour U2"}
-    assert [op.name for op in undefined["undefined-behaviour U2"].counterexample.ops] == [
+    assert set(undefined) == {"undefined-behaviour-U1", "undefined-behaviour-U2"}
+    assert [op.name for op in undefined["undefined-behaviour-U2"].counterexample.ops] == [
         "register", "acquire", "release", "release"]
-    assert undefined["undefined-behaviour U1"].operation == "corrupt_record"
+    assert undefined["undefined-behaviour-U1"].operation == "corrupt_record"
     assert "undefined behaviour: heap over-read" in (
-        undefined["undefined-behaviour U1"].counterexample.detail)
+        undefined["undefined-behaviour-U1"].counterexample.detail)
     intended = explore(SMALL, semantics=Semantics.INTENDED, all_violations=True)
     assert not intended.violations
 
