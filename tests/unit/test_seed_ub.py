@@ -32,11 +32,12 @@ from statemeta.harness.catalogue import START, Mask
 from statemeta.harness.failure import same_finding
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import ReferenceAdapter
-from statemeta.harness.subprocess_adapter import SubprocessAdapter
+from statemeta.harness.subprocess_adapter import SubprocessAdapter, pool_json
 from statemeta.harness.trace import Trace, replay
 from statemeta.meta.core import TASK_TABLE
 from statemeta.semantics import Semantics, Switch
-from statemeta.tdengine.build import default_out
+from statemeta.tdengine.build import build, default_out
+from statemeta.tdengine.server import TDengineServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -274,3 +275,19 @@ def test_the_served_seed_reference_answers_a_fault_that_agrees(path: Path_) -> N
     (the instance gone), which the seed reference on the harness side agrees with."""
     sut = f"{sys.executable} -m statemeta.serve --semantics seed"
     assert _replay(path, sut) is None
+
+
+def test_a_release_after_a_reopen_is_no_use_after_free_of_the_harness(compiled: str) -> None:
+    """The driver forgets its handles at a reopen, as the reference does (before it did, the
+    release below reused the pointer to the task the closed meta freed: heap-use-after-free in
+    streamMetaReleaseTask, the harness's own, not TDengine's)."""
+    ops = [("register", "s1"), ("acquire", "s1"), ("release", "s1"), ("close_reopen", None),
+           ("release", "s1")]
+    server = TDengineServer(build(_tree(), default_out()).driver)
+    try:
+        server.start(3, pool_json())
+        for name, slot in ops:
+            server.call(name, {} if slot is None else {"task": slot})
+        assert server.view()["ids"] == [[0x10, 1]]
+    finally:
+        server.stop()
