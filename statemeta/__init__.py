@@ -12,12 +12,19 @@ The public API, by layer (imports only point down):
 - the semantics: ``Semantics.INTENDED`` (the default) or ``Semantics.SEED`` (TDengine at the
   seed commit, bug for bug), each difference a ``Switch`` of spec/divergences.toml;
 - the checks: ``check_invariants`` and ``InvariantViolation``; ``PreconditionError``, what an
-  operation the seed asserts against raises (the caller's contract);
+  operation the seed asserts against raises (the caller's contract); ``UndefinedBehaviour``,
+  where the seed profile reaches a memory error of the seed's code (a use after free, an
+  over-read);
 - every exception class is in ``statemeta.errors``; the stores are in ``statemeta.store``.
 """
 
 from statemeta.codec import StreamTask, TaskId
-from statemeta.errors import InvariantViolation, PreconditionError, StatemetaError
+from statemeta.errors import (
+    InvariantViolation,
+    PreconditionError,
+    StatemetaError,
+    UndefinedBehaviour,
+)
 from statemeta.invariants import check_invariants
 from statemeta.lifecycle import (
     Outcome,
@@ -70,6 +77,7 @@ __all__ = [
     "TaskStatus",
     "ThreadSafeStreamMeta",
     "TransitionRow",
+    "UndefinedBehaviour",
     "VirtualClock",
     "__version__",
     "check_invariants",

@@ -105,6 +105,25 @@ class MisuseError(StatemetaError):
     """The API was used against its contract (the message says which rule)."""
 
 
+class UndefinedBehaviour(StatemetaError):
+    """The seed's code would read or write memory it does not own at this point (a use after
+    free, a read past a buffer): in TDengine the process's behaviour is undefined from here on,
+    and the sanitizers stop it. Raised only where the seed profile takes the seed's side of an
+    undefined-behaviour switch (spec/divergences.md, U1-U3); the intended semantics has none.
+
+    Nothing after it is modelled: the operation that raises it changed nothing, and the meta
+    should only be closed. ``kind`` is what the memory error is ("use after free", "heap
+    over-read"), ``what`` the object (a task, a record), ``at`` the operation, and
+    ``divergence`` the id of the row that names the switch."""
+
+    def __init__(self, kind: str, what: str, at: str, *, divergence: str) -> None:
+        self.kind = kind
+        self.what = what
+        self.at = at
+        self.divergence = divergence
+        super().__init__(f"undefined behaviour: {kind} of {what} at {at}")
+
+
 class ReleaseError(MisuseError):
     """A task was released more often than it was acquired (refcount would go below 0)."""
 

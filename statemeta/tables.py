@@ -151,6 +151,15 @@ class Switch(Enum):
     HEARTBEAT_ENDS_AT_TICK = "heartbeat_ends_at_tick"
     """M12. Seed: the heartbeat chain is armed at open for any meta and ends only at a tick
     that finds the meta not leader (leaving LEADER leaves it armed until then)."""
+    LENGTH_HEADER_TRUSTED = "length_header_trusted"
+    """U1. Seed: the decoder takes a record's length header as its size: a torn record is
+    read past its end (undefined behaviour)."""
+    RELEASE_FREES_MAPPED = "release_frees_mapped"
+    """U2. Seed: a release that takes the meta's own reference frees a task the meta still
+    maps (undefined behaviour at its next use)."""
+    RELEASE_OF_FREED = "release_of_freed"
+    """U3. Seed: a release through a handle whose task is freed writes freed memory
+    (undefined behaviour)."""
 
 
 @attrs.frozen

@@ -34,12 +34,14 @@ from statemeta.codec.task import (
     SchedStatus,
     StreamTask,
     TaskLevel,
+    checkpoint_info_read_past_end,
     decode_checkpoint_info,
     decode_task,
     decode_task_id,
     decode_task_record,
     encode_task,
     latest_checkpoint_id,
+    task_read_past_end,
 )
 
 __all__ = [
@@ -71,6 +73,7 @@ __all__ = [
     "TaskStatusEntry",
     "UseDbRsp",
     "VgroupInfo",
+    "checkpoint_info_read_past_end",
     "decode_checkpoint_info",
     "decode_hb",
     "decode_task",
@@ -82,4 +85,5 @@ __all__ = [
     "encode_task_key",
     "hb_size",
     "latest_checkpoint_id",
+    "task_read_past_end",
 ]

@@ -22,6 +22,7 @@ fit in the buffer, strings must be NUL-terminated UTF-8 without inner NULs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import struct
@@ -555,6 +556,66 @@ def parse_checked(layout: c.Construct, data: bytes) -> Any:
     if end != len(data):
         raise DecodeError(f"{len(data) - end} trailing bytes after the value", offset=end)
     return value
+
+
+class _TrustedBlock(io.RawIOBase):
+    """A block's body as tStartDecode sees it: ``size`` bytes (the length header), of which
+    only ``body`` exist. A read ending past the body but within ``size`` passes the seed's
+    capacity check and reads past the buffer: it is noted (``past``) and the parse stopped
+    (construct turns what a read raises into its own error). A read past ``size`` comes back
+    short, as the seed's capacity check refuses it."""
+
+    def __init__(self, body: bytes, size: int) -> None:
+        super().__init__()
+        self.body = body
+        self.size = size
+        self.pos = 0
+        self.past = False
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        n = self.size - self.pos if size is None or size < 0 else size
+        end = self.pos + n
+        if len(self.body) < end <= self.size:
+            self.past = True
+            raise EOFError("read past the buffer")
+        chunk = self.body[self.pos : min(end, self.size)]
+        self.pos += len(chunk)
+        return chunk
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET, /) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence]
+        self.pos = base + offset
+        return self.pos
+
+
+def read_past_end(layout: Block, data: bytes) -> bool:
+    """Whether the seed's decoder reads past ``data`` decoding ``layout`` (undefined
+    behaviour: a heap over-read). tStartDecode takes the block's length header as the body's
+    size unchecked, and each field is checked against that size only: a value whose header
+    claims more bytes than follow is read past its end when the decode reaches the end of
+    the bytes within the claimed size before anything stops it (a capacity check, a version
+    check, a layout rule), as far as the layout's runs of fixed fields tell (a run is read
+    at once)."""
+    if len(data) < 4:
+        return False  # the header itself fails its capacity check
+    claimed = int.from_bytes(data[:4], "little", signed=True)
+    if claimed <= len(data) - 4:
+        return False
+    stream = _TrustedBlock(data[4:], claimed)
+    # the seed's decoder stops where the parse stops, having read past the end or not (``past``)
+    with contextlib.suppress(c.ConstructError, DecodeError, InvalidRecordError, ValueError,
+                             EOFError):
+        layout.subcon.parse_stream(stream)
+    return stream.past
 
 
 @functools.cache

@@ -45,6 +45,7 @@ from statemeta.codec.primitives import (
     Reject,
     compiled_builder,
     parse_checked,
+    read_past_end,
 )
 from statemeta.errors import DecodeError, IncompatibleVersionError, InvalidRecordError
 
@@ -233,6 +234,17 @@ def decode_checkpoint_info(b: bytes) -> tuple[int, int, int]:
     """(msg_ver, checkpoint_id, checkpoint_ver) of a task value, for any msg_ver."""
     info = parse_checked(CHECKPOINT_INFO, b)
     return info.msg_ver, info.checkpoint_id, info.checkpoint_ver
+
+
+def task_read_past_end(b: bytes) -> bool:
+    """Whether the seed's tDecodeStreamTask, trusting the value's length header, reads past
+    ``b`` (primitives.read_past_end: a torn record does)."""
+    return read_past_end(TASK_VALUE, b)
+
+
+def checkpoint_info_read_past_end(b: bytes) -> bool:
+    """Whether the seed's tDecodeStreamTaskChkInfo reads past ``b`` (as task_read_past_end)."""
+    return read_past_end(CHECKPOINT_INFO, b)
 
 
 def decode_task_id(b: bytes) -> TaskId:

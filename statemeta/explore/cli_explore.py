@@ -287,7 +287,7 @@ def write_counterexample(
 def _trace_kind(cex: Counterexample) -> str:
     """The trace format's failure kinds: a broken invariant or crash of either side is an
     invariant failure there (the reference's own ones included)."""
-    return cex.kind if cex.kind in ("result", "view") else "invariant"
+    return cex.kind if cex.kind in ("result", "view", "undefined-behaviour") else "invariant"
 
 
 def run_sut(command: str, result: Exploration) -> dict[str, Any]:

@@ -27,7 +27,8 @@ the same argument, becomes a ``Violation``. The seed's defects are collected thi
 pair is the search's, which checks the state invariants after the operation; the replay
 checks the whole catalogue inside it and may name another invariant first, e.g. a variant's
 refcount where the search saw the results differ: a violation is listed under the replay's
-pair, once.)
+pair, once.) The seed's undefined behaviour (statemeta.errors.UndefinedBehaviour) is a failure
+of kind ``undefined-behaviour``, named after its divergence row (``undefined-behaviour-U2``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from typing import Protocol, TypeVar, cast
 import attrs
 
 from statemeta.codec import TaskId, decode_task, decode_task_key
-from statemeta.errors import InvariantViolation, StatemetaError
+from statemeta.errors import InvariantViolation, StatemetaError, UndefinedBehaviour
 from statemeta.explore.bounds import BUDGETED, Bounds
 from statemeta.explore.state import Fingerprint, StateAbstraction, fingerprint
 from statemeta.harness.callers import Callers
@@ -873,6 +874,13 @@ def _start(
     return system
 
 
+def _undefined_id(undefined: UndefinedBehaviour) -> str:
+    """How a violation names the seed's undefined behaviour: the failure kind and the row of
+    spec/divergences.md whose switch reaches it (``undefined-behaviour-U2``), so that each
+    path is a distinct violation of its operation."""
+    return f"undefined-behaviour-{undefined.divergence}"
+
+
 def _check_state(system: System, inherited: frozenset[str] = frozenset()) -> None:
     """The state invariants (every view invariant, store-mirror) on a state found first, but
     for those ``inherited`` from the empty meta."""
@@ -974,6 +982,10 @@ def _step(system: System, op: Op, results: list[dict[str, Json]]) -> None:
             raise _Failure(
                 "invariant", f"{side}: {violation}", violation.invariant_id
             ) from violation
+        except UndefinedBehaviour as undefined:  # the seed's memory error: a defect of its own
+            raise _Failure(
+                "undefined-behaviour", f"{side}: {undefined}", _undefined_id(undefined)
+            ) from undefined
         except Exception as error:  # the reference must not fail in any other way
             raise _Failure("crash", f"{side}: {type(error).__name__}: {error}", "crash") from error
     if len(system) == 2:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import attrs
 
-from statemeta.errors import MisuseError
+from statemeta.errors import MisuseError, UndefinedBehaviour
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.search import explore
 from statemeta.explore.state import symmetry_classes
@@ -224,7 +224,10 @@ def _focused_paths(level: int, semantics: Semantics) -> dict[str, tuple[Op, ...]
                     if adapter.precondition_broken(op) is not None:
                         continue
                     child = adapter.fork()
-                    child.call(op)
+                    try:
+                        child.call(op)
+                    except UndefinedBehaviour:
+                        continue  # the seed's process would be gone: nothing to reach from it
                     for cls in child.coverage.step:
                         paths.setdefault(cls, (*path, op))
                     key = _key(child)

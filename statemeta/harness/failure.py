@@ -16,7 +16,7 @@ import attrs
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import Op
 
-__all__ = ["FAILURE_KINDS", "Failure", "Step"]
+__all__ = ["FAILURE_KINDS", "FINDINGS", "Failure", "Step", "same_finding"]
 
 FAILURE_KINDS: dict[str, str] = {
     "result": "the two sides returned different results",
@@ -31,8 +31,24 @@ FAILURE_KINDS: dict[str, str] = {
     "results the clients saw (the trace's history)",
     "crash": "the explored reference or variant raised an exception that is no statemeta "
     "error (the explorer's; its trace file says invariant)",
+    "undefined-behaviour": "the reference, in the seed semantics, hit undefined behaviour of "
+    "the seed's code (statemeta.errors.UndefinedBehaviour) and the implementation answered no "
+    "fault with the same finding in the same step (the explorer's: the seed reaches it)",
 }
 """Every kind of failure, and what it means."""
+
+FINDINGS: dict[str, tuple[str, ...]] = {
+    "use after free": ("use-after-free", "use after free"),
+    "heap over-read": ("heap-buffer-overflow", "heap over-read"),
+}
+"""Each kind of the seed reference's undefined behaviour, and the words of a fault's finding
+that report it (AddressSanitizer's, or the served seed reference's own text): a step where
+the reference hits it and the implementation answers such a fault is agreement."""
+
+
+def same_finding(kind: str, finding: str) -> bool:
+    """Whether a fault's ``finding`` reports undefined behaviour of ``kind`` (FINDINGS)."""
+    return any(words in finding for words in FINDINGS[kind])
 
 
 @attrs.frozen

@@ -33,6 +33,12 @@ class's ``seed_violations`` (per invariant id), not a divergence. The durable mo
 intended semantics' promise (every operation reported done is committed), which the seed
 breaks (M3): it is kept only when the reference follows the intended semantics.
 
+Where the seed reference hits undefined behaviour (statemeta.errors.UndefinedBehaviour: the
+seed's process would be stopped by its sanitizer there), the implementation must answer a
+fault with the same finding in that step, in the call or in the view after it: that is
+agreement, and the example ends; no fault, or another finding, is a divergence of kind
+``undefined-behaviour``.
+
 ``build_machine`` makes the class; ``steps`` of the last example run are kept on the class
 (``last_steps``), so a caller can read the length of the shrunk counterexample.
 
@@ -68,13 +74,20 @@ from statemeta.codec import (
     decode_task_key,
     encode_task_key,
 )
-from statemeta.errors import InvariantViolation, MisuseError, PreconditionError
+from statemeta.errors import (
+    InvariantViolation,
+    MisuseError,
+    PreconditionError,
+    SutAborted,
+    SutFault,
+    UndefinedBehaviour,
+)
 from statemeta.harness import generation
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.callers import Callers
 from statemeta.harness.catalogue import NO_MASKS, START, Mask, key_path
 from statemeta.harness.differences import first_difference, located
-from statemeta.harness.failure import Failure, Step
+from statemeta.harness.failure import Failure, Step, same_finding
 from statemeta.harness.normalize import Json, meta_view_from_json
 from statemeta.harness.observation import Observation
 from statemeta.harness.operations import REGISTER_VER, REOPENS, TASK_POOL, Op
@@ -484,7 +497,13 @@ class _Machine(RuleBasedStateMachine):
         if broken is not None:  # generation keeps preconditions; a replayed trace may not
             raise PreconditionError(f"step {len(self.steps) + 1}, {op!r}: {broken}")
         before = self.ref_view
-        ref_result = self.reference.call(op)
+        try:
+            ref_result = self.reference.call(op)
+        except UndefinedBehaviour as undefined:
+            if self.sut is None:
+                raise  # the seed's own defect, with nothing to compare it with
+            self._undefined(op, undefined)
+            return
         sut_result = None
         if self.sut is not None:
             try:
@@ -515,6 +534,43 @@ class _Machine(RuleBasedStateMachine):
                 self.over = self._durable_hidden(variant, op) or self.over
         except Divergence as e:
             raise self._divergence(e, sut_view) from None
+
+    def _undefined(self, op: Op, undefined: UndefinedBehaviour) -> None:
+        """The reference (the seed) hit undefined behaviour in ``op``. Agreement if the
+        implementation answers a fault with the same finding in the call or in the view after
+        it (the C frees a task at its release and reads the freed memory at the next read of
+        it): the example is over, both instances being gone. Anything else is a divergence of
+        kind undefined-behaviour (a fault without undefined behaviour is the SUT's own
+        failure of kind fault)."""
+        assert self.sut is not None
+        reference: dict[str, Json] = {"undefined_behaviour": str(undefined)}
+        sut_result = None
+        try:
+            sut_result = self.sut.call(op)
+            self.sut_view = self.sut.view()
+        except (SutAborted, SutFault) as stopped:
+            error = stopped.error if isinstance(stopped, SutAborted) else stopped
+            if not isinstance(error, SutFault):
+                raise
+            self.steps.append(Step(op, reference, {"fault": error.problem}))
+            if same_finding(undefined.kind, error.problem):
+                self.over = True
+                return
+            found = Divergence(
+                "undefined-behaviour",
+                f"{op!r}: the reference (seed) has {undefined}; the implementation's fault "
+                f"is another finding: {error.problem}",
+                "undefined-behaviour", str(undefined), error.problem,
+            )
+            raise self._divergence(found, None) from None
+        self.steps.append(Step(op, reference, sut_result))
+        found = Divergence(
+            "undefined-behaviour",
+            f"{op!r}: the reference (seed) has {undefined}; the implementation answered "
+            f"{sut_result} and no fault",
+            "undefined-behaviour", str(undefined), sut_result,
+        )
+        raise self._divergence(found, self.sut_view)
 
     def _durable_hidden(self, variant: ReferenceAdapter, op: Op) -> bool:
         """The durable model against an in-process implementation's store; True: it failed

@@ -5,8 +5,10 @@ levels 2 and 3 one ``StreamMeta`` on a ``FaultyStore`` over a ``MemoryStore`` (f
 default) or a real ``LmdbStore`` in a temporary directory, with a ``VirtualClock`` and a
 transport that records the heartbeats each operation sends. The meta runs in check mode: every
 operation and timer callback ends with the whole invariant catalogue, and an
-``InvariantViolation`` propagates (it is never a result). With ``observe`` / ``outcomes`` it
-declares and reports only part of its view (``serve --observe``: statemeta.harness.observation).
+``InvariantViolation`` propagates (it is never a result); so does ``UndefinedBehaviour``, the
+seed's memory error (after it the seed's process would be gone: the harness stops the
+example). With ``observe`` / ``outcomes`` it declares and reports only part of its view
+(``serve --observe``: statemeta.harness.observation).
 
 Each operation runs in the ``do_*`` method its row of the operation table names (its
 ``handler`` column; checked at import).
@@ -32,6 +34,7 @@ from statemeta.errors import (
     MisuseError,
     PreconditionError,
     StatemetaError,
+    UndefinedBehaviour,
 )
 from statemeta.harness.adapter import PROTOCOL_VERSION
 from statemeta.harness.callers import Callers, caller_broken
@@ -260,8 +263,8 @@ class ReferenceAdapter:
                 if broken is not None:
                     raise PreconditionError(broken)
             value = to_json(getattr(self, op.spec.handler)(op))
-        except InvariantViolation:
-            raise
+        except (InvariantViolation, UndefinedBehaviour):
+            raise  # neither is a result: a check failed, or the seed's process would be gone
         except StatemetaError as e:
             result: dict[str, Json] = {"error": type(e).__name__}
         else:

@@ -13,7 +13,9 @@ harness's handling of
 declarations is tested on the reference itself. The served meta does not check its own
 invariants: the harness checks them on the view, as it does for any implementation. Protocol
 errors are answered with a code of ERROR_CODES and the server goes on; an unexpected exception
-is answered ``internal`` and its traceback goes to stderr. With ``--concurrent``, the
+is answered ``internal`` and its traceback goes to stderr. The seed reference's undefined
+behaviour (statemeta.errors.UndefinedBehaviour) is answered ``fault``, as the compiled C's
+sanitizer finding is, and the instance is gone. With ``--concurrent``, the
 thread-safe facade over the reference (or a locking variant) serves many clients at once: the
 handshake declares ``"concurrent": true``; an operation request that names its ``client`` is
 handed to a pool of ``WORKERS`` threads and answered when it is done, so responses come in any
@@ -42,7 +44,7 @@ from typing import TextIO
 
 from statemeta.cli_args import Parser, add_semantics, view_keys
 from statemeta.diagrams import regenerate
-from statemeta.errors import MisuseError
+from statemeta.errors import MisuseError, UndefinedBehaviour
 from statemeta.harness.adapter import PROTOCOL_VERSION, PROTOCOL_VERSIONS
 from statemeta.harness.blocking import BLOCKED, BLOCKING
 from statemeta.harness.callers import rules_markdown
@@ -166,7 +168,12 @@ class Server:
             parsed = Op.from_json({"op": op, "args": args})
         except MisuseError as error:
             raise ProtocolError("bad_args", str(error)) from error
-        result = self.adapter.call(parsed)
+        try:
+            result = self.adapter.call(parsed)
+        except UndefinedBehaviour as error:  # the seed's process would be gone: so is this one
+            self.adapter.stop()
+            self.level = 0
+            raise ProtocolError("fault", f"the seed reference: {error}") from error
         if self.observation is None:
             return result
         given = self.observation.result_of(parsed, result)

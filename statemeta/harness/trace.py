@@ -433,6 +433,8 @@ def result_text(result: JsonObject | None) -> str:
     """One side's result of a step in a few words (``-``: no result; heartbeats counted)."""
     if result is None:
         return "-"
+    if "undefined_behaviour" in result or "fault" in result:  # the step both instances end in
+        return "undefined behaviour" if "undefined_behaviour" in result else "fault"
     text = f"error {result['error']}" if "error" in result else compact(result.get("ok"))
     heartbeats = result.get("heartbeats")
     return f"{text} (+{len(heartbeats)} heartbeats)" if heartbeats else text

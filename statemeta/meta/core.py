@@ -49,6 +49,7 @@ from statemeta.codec import (
     StreamTask,
     TaskId,
     cached,
+    checkpoint_info_read_past_end,
     encode_hb,
     latest_checkpoint_id,
 )
@@ -57,6 +58,7 @@ from statemeta.errors import (
     IncompatibleVersionError,
     MisuseError,
     ReleaseError,
+    UndefinedBehaviour,
 )
 from statemeta.lifecycle import (
     Outcome,
@@ -68,7 +70,7 @@ from statemeta.lifecycle import (
 from statemeta.meta import heartbeat
 from statemeta.meta.effects import SendHeartbeat
 from statemeta.meta.entry import TaskEntry
-from statemeta.meta.persist import LoadReport, dropped_at_load, plan_load
+from statemeta.meta.persist import LoadReport, dropped_at_load, over_read, plan_load
 from statemeta.meta.registry import (
     CHECK_DOWNSTREAM_INTERVAL,
     CHECKPOINT_KEY_LEN,
@@ -194,7 +196,10 @@ class MetaCore(MetaRestart, MetaStarting):
         return TaskHandle(entry.id, entry.incarnation)
 
     def release(self, handle: TaskHandle) -> None:
-        """streamMetaReleaseTask: -1 reference; ReleaseError if nothing is left to release."""
+        """streamMetaReleaseTask: -1 reference; ReleaseError if nothing is left to release.
+
+        The seed (M8) releases anyway; where its release frees a task the meta still maps
+        (U2) or writes a task freed already (U3) it raises UndefinedBehaviour."""
         state = self.state
         entry = state.entries.get(handle.id)
         if entry is None or entry.incarnation != handle.incarnation:
@@ -209,7 +214,14 @@ class MetaCore(MetaRestart, MetaStarting):
                 f"holds (below zero once the task is dropped)"
             )
         elif entry is None:
+            if handle.incarnation > 0 and self.profile.seed(Switch.RELEASE_OF_FREED):  # U3
+                raise UndefinedBehaviour("use after free", f"task {handle.id}", "release",
+                                         divergence="U3")
             return  # the seed's task is freed: its release writes freed memory, nothing here
+        elif (entry.refcount == 1 and state.entries.get(entry.id) is entry
+              and self.profile.seed(Switch.RELEASE_FREES_MAPPED)):  # U2
+            raise UndefinedBehaviour("use after free", f"task {handle.id}", "release",
+                                     divergence="U2")
         entry.refcount -= 1
         if entry.refcount == 0 and state.detached.get(entry.incarnation) is entry:
             del state.detached[entry.incarnation]
@@ -342,9 +354,15 @@ class MetaCore(MetaRestart, MetaStarting):
     def latest_checkpoint_id(self) -> int:
         """streamMetaGetLatestCheckpointId: the largest stored checkpointId (0 if none).
 
-        Reads each record's checkpoint-info prefix; records that do not decode are skipped.
+        Reads each record's checkpoint-info prefix; records that do not decode are skipped
+        (the seed's decoder reads a torn one past its end: UndefinedBehaviour, U1).
         """
-        return latest_checkpoint_id(value for _key, value in self.tasks.items())
+        rows = list(self.tasks.items())
+        if self.profile.seed(Switch.LENGTH_HEADER_TRUSTED):  # U1
+            for key, value in rows:
+                if checkpoint_info_read_past_end(value):
+                    raise over_read(key, "latest_checkpoint_id")
+        return latest_checkpoint_id(value for _key, value in rows)
 
     def stored_tasks(self) -> tuple[tuple[bytes, StreamTask | None], ...]:
         """Every record of task.db as the open transaction sees it (None: does not decode)."""

@@ -16,15 +16,25 @@ import attrs
 from statemeta.codec import (
     NO_RELATED_TASK,
     SSTREAM_TASK_INCOMPATIBLE_VER,
+    SSTREAM_TASK_VER,
     StreamTask,
     TaskId,
     cached,
+    checkpoint_info_read_past_end,
     decode_checkpoint_info,
+    decode_task_key,
     decode_task_record,
     encode_task,
     encode_task_key,
+    task_read_past_end,
 )
-from statemeta.errors import DecodeError, IncompatibleVersionError, KeyLengthError
+from statemeta.errors import (
+    DecodeError,
+    IncompatibleVersionError,
+    KeyLengthError,
+    StatemetaError,
+    UndefinedBehaviour,
+)
 from statemeta.lifecycle import TaskStatus
 from statemeta.meta.entry import ExpandHook
 from statemeta.semantics import Profile, Switch
@@ -55,11 +65,45 @@ def codec_for(check_invariants: bool) -> Codec:
     return CHECK_CODEC if check_invariants else PLAIN_CODEC
 
 
+def over_read(key: bytes, at: str) -> UndefinedBehaviour:
+    """U1 seed: the seed's decoder reads the record under ``key`` past its end at ``at``."""
+    try:
+        what = f"the record of task {TaskId(*decode_task_key(key))}"
+    except StatemetaError:
+        what = f"the record under key {key.hex()}"
+    return UndefinedBehaviour("heap over-read", what, at, divergence="U1")
+
+
+def check_reads_at_open(tasks: Table) -> None:
+    """U1 seed: the records streamMetaOpen decodes with their length header trusted, which
+    raise UndefinedBehaviour where one is read past its end. streamMetaCheckBackendCompatible
+    reads the checkpoint-info prefix of each record up to the first that decodes; at the seed
+    SSTREAM_TASK_NEED_CONVERT_VER is SSTREAM_TASK_VER (2), so a version-2 first record makes
+    streamMetaCvtDbFormat read every record's prefix (streamMetaGetLatestCheckpointId)."""
+    rows = list(tasks.items())
+    msg_ver = None
+    for key, value in rows:
+        if checkpoint_info_read_past_end(value):
+            raise over_read(key, "open")
+        try:
+            msg_ver = decode_checkpoint_info(value)[0]
+        except DecodeError:
+            continue  # the seed goes on to the next record
+        break
+    if msg_ver == SSTREAM_TASK_VER:
+        for key, value in rows:
+            if checkpoint_info_read_past_end(value):
+                raise over_read(key, "open")
+
+
 def check_compatible(store: Store, tasks: Table, codec: Codec, profile: Profile) -> None:
     """streamMetaCheckBackendCompatible, over every record: version <= 1 cannot be opened.
 
     The seed (M6) reads the first record only; one that does not decode counts as compatible.
+    The seed's decoder trusts a record's length header (U1: ``check_reads_at_open``).
     """
+    if profile.seed(Switch.LENGTH_HEADER_TRUSTED):  # U1
+        check_reads_at_open(tasks)
     first_only = profile.seed(Switch.COMPAT_CHECKS_FIRST_RECORD)  # M6
     for _key, value in tasks.items():
         msg_ver: int | None
@@ -137,7 +181,8 @@ def plan_load(
     expand hook may raise: nothing is planned then.
 
     The seed stops the walk at an undecodable record (M4: ``aborted``) and recycles a DROPPING
-    record whose id is mapped (M5). ``is_dropping`` reads a record as DROPPING (a broken variant
+    record whose id is mapped (M5); a record its decoder reads past the end of raises
+    UndefinedBehaviour (U1). ``is_dropping`` reads a record as DROPPING (a broken variant
     reads none so)."""
     aborts = profile.seed(Switch.LOAD_ABORTS_ON_UNDECODABLE)  # M4
     dropping_first = profile.seed(Switch.DROPPING_BEFORE_DUPLICATE)  # M5
@@ -147,9 +192,12 @@ def plan_load(
     duplicates: list[TaskId] = []
     undecodable: list[SkippedRecord] = []
     deletes: list[bytes] = []
+    trusted = profile.seed(Switch.LENGTH_HEADER_TRUSTED)  # U1
     for key, value in rows:
         try:
             check_value(value)  # a checksum mismatch is reported as a record that does not decode
+            if trusted and task_read_past_end(value):
+                raise over_read(key, "load")
             task = codec.decode_record(key, value)
         except (DecodeError, IncompatibleVersionError, KeyLengthError) as e:
             undecodable.append(SkippedRecord(key.hex(), str(e)))

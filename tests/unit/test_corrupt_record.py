@@ -1,5 +1,6 @@
 """corrupt_record: a torn record committed under a task's key, then open and load_all. The
-intended load skips and reports it; the seed's aborts there (M4), which the explorer finds."""
+intended load skips and reports it; the seed's aborts there (M4), and before that the seed's
+open reads it past its end (U1, undefined behaviour), which the explorer finds."""
 
 from __future__ import annotations
 
@@ -9,19 +10,22 @@ import attrs
 import pytest
 
 from statemeta.codec import decode_task
-from statemeta.errors import DecodeError
+from statemeta.errors import DecodeError, UndefinedBehaviour
 from statemeta.explore.bounds import Bounds
 from statemeta.explore.search import explore
 from statemeta.harness.operations import TASK_POOL, Op, TaskSlot, slot_of
 from statemeta.harness.reference import Backend, ReferenceAdapter
+from statemeta.semantics import Switch
 
 S1, S3 = [0x10, 1], [0x10, 256]  # s3's key sorts first
 REGISTER_BOTH = (Op.of("register", task="s1"), Op.of("register", task="s3"))
 
 
-def last(semantics: str, backend: Backend, *ops: Op) -> tuple[dict[str, Any], Any]:
+def last(
+    semantics: str, backend: Backend, *ops: Op, flipped: frozenset[Switch] = frozenset()
+) -> tuple[dict[str, Any], Any]:
     """The last op's result and the view's ids after it."""
-    adapter = ReferenceAdapter(semantics=semantics, backend=backend)
+    adapter = ReferenceAdapter(semantics=semantics, backend=backend, flipped=flipped)
     adapter.start(3)
     try:
         results = [adapter.call(op) for op in ops]
@@ -51,8 +55,12 @@ def test_intended_skips_the_torn_record_the_seed_aborts_there(
 ) -> None:
     ops = (*REGISTER_BOTH, Op.of("corrupt_record", task=torn))
     assert last("intended", backend, *ops) == (report([kept], torn), [kept])
-    # the seed (M4): the tasks loaded before the torn record stay, the rest are not loaded
-    assert last("seed", backend, *ops) == ({"error": "DecodeError"}, seed_ids)
+    # M4 (U1 off): the tasks loaded before the torn record stay, the rest are not loaded
+    m4 = frozenset({Switch.LENGTH_HEADER_TRUSTED})
+    assert last("seed", backend, *ops, flipped=m4) == ({"error": "DecodeError"}, seed_ids)
+    # the seed (U1): its open reads the torn record past its end (tests/unit/test_seed_ub.py)
+    with pytest.raises(UndefinedBehaviour, match="heap over-read of the record of task"):
+        last("seed", backend, *ops)
 
 
 def test_a_torn_record_of_a_task_never_stored_is_reported_too() -> None:
@@ -75,8 +83,8 @@ def test_the_explorer_finds_the_seeds_aborted_load_and_the_intended_passes() -> 
     assert intended.complete and intended.violations == ()
     seed = explore(BOUNDS, semantics="seed", all_violations=True)
     found = {(v.invariant, v.operation): v.counterexample.ops for v in seed.violations}
-    assert found[("reopen", "corrupt_record")] == (
-        Op.of("register", task="s1"), Op.of("corrupt_record", task="s3")
+    assert found[("undefined-behaviour-U1", "corrupt_record")] == (
+        Op.of("corrupt_record", task="s1"),
     )
 
 

@@ -14,7 +14,7 @@ import pytest
 from meta_support import committed, faulty_factory, fill_history_pair, open_meta, task
 
 from statemeta.codec import NO_RELATED_TASK, TableOutput, TaskId, encode_task_key
-from statemeta.errors import MisuseError, SpecError, StatemetaError
+from statemeta.errors import MisuseError, SpecError, StatemetaError, UndefinedBehaviour
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import ReferenceAdapter
 from statemeta.lifecycle import Outcome, TaskEvent, TaskLifecycle, TaskStatus
@@ -225,12 +225,46 @@ def round_with_a_late_registration(open_: Open, _path: Path) -> object:
 
 
 def release_three_times(open_: Open, _path: Path) -> object:
+    """A task with a trigger timer (whose reference keeps the seed's task alive: U2 stays out)."""
+    meta = open_()
+    meta.register(attrs.evolve(T1, trigger_param=100), 5)
+    handle = meta.acquire(0x10, 1)
+    assert handle is not None
+    errors = tuple(error_of(lambda: meta.release(handle)) for _ in range(2))
+    return errors, meta.refcount(0x10, 1)
+
+
+def release_the_meta_reference(open_: Open, _path: Path) -> object:
     meta = open_()
     meta.register(T1, 5)
     handle = meta.acquire(0x10, 1)
     assert handle is not None
-    errors = tuple(error_of(lambda: meta.release(handle)) for _ in range(3))
+    errors = tuple(error_of(lambda: meta.release(handle)) for _ in range(2))
     return errors, meta.refcount(0x10, 1)
+
+
+def release_a_freed_task(open_: Open, _path: Path) -> object:
+    meta = open_()
+    meta.register(T1, 5)
+    handle = meta.acquire(0x10, 1)
+    assert handle is not None
+    meta.unregister(0x10, 1)  # detached until its last release, which frees it
+    return tuple(error_of(lambda: meta.release(handle)) for _ in range(2))
+
+
+def open_over_a_torn_record(open_: Open, path: Path) -> object:
+    meta = open_()
+    meta.register(T1, 5)
+    meta.register(T2, 5)
+    meta.close()
+    write_raw(path, encode_task_key(0x10, 2), committed(path)[encode_task_key(0x10, 2)][:12])
+    try:
+        open_().load_all()
+    except UndefinedBehaviour as undefined:
+        return str(undefined)
+    except StatemetaError:
+        pass  # M4's seed load aborting on the torn record: that switch's, not this one's
+    return None
 
 
 def unregister_a_relinked_fill_history_task(open_: Open, _path: Path) -> object:
@@ -356,9 +390,9 @@ META_SHOWN: dict[Switch, MetaShown] = {
     ),
     # M7: a task registered during the round: the seed's count never reaches the map's size.
     Switch.ROUND_COMPLETES_BY_COUNT: MetaShown(round_with_a_late_registration, 1, 0),
-    # M8: one acquire, three releases: the seed's refcount goes below zero.
+    # M8: one acquire, two releases: the seed's release takes the trigger timer's reference.
     Switch.RELEASE_BELOW_ZERO: MetaShown(
-        release_three_times, ((None, "ReleaseError", "ReleaseError"), 1), ((None, None, None), -1)
+        release_three_times, ((None, "ReleaseError"), 2), ((None, None), 1)
     ),
     # M9: the stream task names another fill-history task: the seed clears it anyway.
     Switch.UNREGISTER_CLEARS_ANY_LINK: MetaShown(unregister_a_relinked_fill_history_task, False,
@@ -376,6 +410,21 @@ META_SHOWN: dict[Switch, MetaShown] = {
     # M12: the seed arms a vnode's chain at open and a follower's stays armed until its tick.
     Switch.HEARTBEAT_ENDS_AT_TICK: MetaShown(
         follower_after_leader, ((False, False, False), 0), ((True, True, False), 0)
+    ),
+    # U1: T2's record torn after 12 bytes: the seed's open reads it past its end.
+    Switch.LENGTH_HEADER_TRUSTED: MetaShown(
+        open_over_a_torn_record, None,
+        "undefined behaviour: heap over-read of the record of task 0x10-0x2 at open",
+    ),
+    # U2: the second release frees the task the meta maps (with M8: no ReleaseError first).
+    Switch.RELEASE_FREES_MAPPED: MetaShown(
+        release_the_meta_reference, ((None, "ReleaseError"), 1),
+        ((None, "UndefinedBehaviour"), 1), needs=frozenset({Switch.RELEASE_BELOW_ZERO}),
+    ),
+    # U3: the first release frees the unregistered task, the second writes freed memory.
+    Switch.RELEASE_OF_FREED: MetaShown(
+        release_a_freed_task, (None, "ReleaseError"), (None, "UndefinedBehaviour"),
+        needs=frozenset({Switch.RELEASE_BELOW_ZERO}),
     ),
 }
 
@@ -511,7 +560,7 @@ def test_every_meta_row_of_the_table_is_on_the_page() -> None:
 
 
 def test_every_meta_switch_of_the_page_is_in_the_table() -> None:
-    found = re.findall(r"^- \*\*(M\d+) (.+?):\*\* switch `(\w+)`", META_SECTION, re.MULTILINE)
+    found = re.findall(r"^- \*\*([MU]\d+) (.+?):\*\* switch `(\w+)`", META_SECTION, re.MULTILINE)
     rows = [r for r in DIVERGENCES.rows if r.scope == "meta"]
     assert found == [(r.id, r.title, r.switch.value if r.switch else None) for r in rows]
 

@@ -201,7 +201,17 @@ static int32_t startComplete(SStreamMeta* m) {
   return 0;
 }
 
+/* A reopen forgets the harness's handles, as the reference does (its tasks were freed with the
+ * closed meta: a release through one would be the harness's use after free, not the meta's). */
+static void forgetHandles(void) {
+  for (int32_t i = 0; i < MAX_SLOTS; ++i) {
+    if (handles[i] != NULL) taosArrayClear(handles[i]);
+    lastReleased[i] = NULL;
+  }
+}
+
 static int32_t metaOpen(void) {
+  forgetHandles();
   meta = streamMetaOpen(metaPath, NULL, expandTask, 7, -1, startComplete);
   return meta == NULL ? -1 : 0;
 }
