@@ -131,6 +131,9 @@ def _held(state: CallerState, op: Op) -> str | None:
 
 
 def _acquirable(state: CallerState, op: Op) -> str | None:
+    """Where it matters: STOP, stop_all and notify_close wait for every release
+    (release-before-next-request), so a handle outstanding on a stopping or dropping task is
+    one its handler holds across an unregister an active timer deferred (DROPPING)."""
     if op.name == "handle_event" and _event(op) == "stop":
         return None
     entry = _entry(state, op)

@@ -23,6 +23,10 @@ ONE_TASK = Bounds(stream_tasks=1, fill_history=False, role_changes=0, start_roun
 SMALL = Bounds(stream_tasks=1, fill_history=True, role_changes=1, start_rounds=1, reopens=1,
                faults=1, clock_advances=1, max_depth=4)
 _BOUNDS = {
+    # a handle is held on a task in STOP or DROPPING only after an unregister an active timer
+    # defers (STOP, stop_all and notify_close wait for the release): register, start_task_timer,
+    # acquire, unregister, then the event, five calls
+    "acquired-not-stopping": attrs.evolve(ONE_TASK, max_depth=5),
     "start-one-stream-task": attrs.evolve(ONE_TASK, stream_tasks=0, fill_history=True,
                                           max_depth=2),
     "stage-forward": attrs.evolve(ONE_TASK, role_changes=2, max_depth=2),

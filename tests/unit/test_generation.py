@@ -122,9 +122,11 @@ def test_under_vnode_callers_every_generated_call_keeps_every_rule() -> None:
 
 
 @pytest.mark.parametrize("dropped", [
-    "acquired-not-stopping", "event-under-handle", "dropping-by-unregister", "init-by-kind",
-    "release-own-handle", "commit-after-unregister", "start-one-stream-task", "stage-forward",
-])  # the other two (release-before-next-request, checkpoint-source): the explorer's test
+    "event-under-handle", "dropping-by-unregister", "init-by-kind", "release-own-handle",
+    "commit-after-unregister", "start-one-stream-task", "stage-forward",
+])  # the other three (acquired-not-stopping, release-before-next-request, checkpoint-source):
+# the explorer's test. acquired-not-stopping needs a handle held on a task whose unregister a
+# task timer deferred: acquire, start_task_timer, unregister and an event, about 1 in 50 each
 def test_a_rule_generation_forgets_is_broken(
     dropped: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
