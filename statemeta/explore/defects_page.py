@@ -21,7 +21,7 @@ from typing import Any
 
 from statemeta.cli_args import Parser, input_file
 from statemeta.errors import MisuseError
-from statemeta.explore.page_block import PAGE, block_of, refresh, replace_block
+from statemeta.explore.page_block import OPENED, PAGE, block_of, refresh, replace_block
 from statemeta.explore.reachability import parse_op, vnode_reachability
 from statemeta.semantics import Semantics
 from statemeta.tables import Switch
@@ -32,8 +32,6 @@ __all__ = ["PAGE", "main", "render"]
 _HEADER = ("| # | invariant | operation | steps | shortest trace | divergence | detail "
            "| vnode callers |")
 NOT_ATTRIBUTED = "not yet attributed"
-OPENED = "(none: the meta as opened)"
-"""The trace cell of a violation the empty meta shows already."""
 
 
 def render(report: dict[str, Any], page: str) -> str:

@@ -11,7 +11,10 @@ from pathlib import Path
 
 from statemeta.errors import MisuseError
 
-__all__ = ["BEGIN", "BLOCK", "END", "PAGE", "block_of", "refresh", "replace_block"]
+OPENED = "(none: the meta as opened)"
+"""The trace cell of a violation the empty meta shows already."""
+
+__all__ = ["BEGIN", "BLOCK", "END", "OPENED", "PAGE", "block_of", "refresh", "replace_block"]
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "seed-defects.md"
 BEGIN = "<!-- generated:seed-defects -->"

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from statemeta.errors import MisuseError
+from statemeta.errors import MisuseError, UndefinedBehaviour
 from statemeta.explore.search import first_failure
 from statemeta.harness.callers import Callers
 from statemeta.harness.operations import Op, task_slot
@@ -52,6 +52,8 @@ def vnode_reachability(
 ) -> Reachability:
     """``ops`` (a trace from the empty meta that breaks ``invariant`` at its last step) as the
     vnode's callers would make it, if they can (module docstring)."""
+    if not ops:  # the meta as opened breaks it: every caller's meta is opened so
+        return Reachability((), "the meta as opened")
     adapter = ReferenceAdapter(semantics=semantics, check_invariants=False,
                                callers=Callers.VNODE)
     adapter.start(level)
@@ -68,7 +70,11 @@ def vnode_reachability(
             broken = adapter.caller_broken(op)
             if broken is not None:
                 return Reachability(None, f"step {position + 1}, {op!r}: {broken}")
-            adapter.call(op)
+            try:
+                adapter.call(op)
+            except UndefinedBehaviour:  # the row's own defect, at its last step: confirmed below
+                if not last:
+                    raise
             bracketed.append(op)
             if acquire is not None and not last:
                 release = Op.of("release", task=task_slot(op).name)

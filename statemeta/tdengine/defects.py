@@ -23,7 +23,7 @@ from pathlib import Path
 
 from statemeta.cli_args import Parser
 from statemeta.errors import MisuseError, StatemetaError
-from statemeta.explore.page_block import PAGE, block_of, refresh, replace_block
+from statemeta.explore.page_block import OPENED, PAGE, block_of, refresh, replace_block
 from statemeta.harness.catalogue import Mask
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import ReferenceAdapter
@@ -62,7 +62,10 @@ _CALL = re.compile(r"(\w+)\((.*)\)$")
 
 
 def parse_ops(text: str) -> list[Op]:
-    """The operations of a ``shortest trace`` cell: ``register(task='s1'); commit()``."""
+    """The operations of a ``shortest trace`` cell: ``register(task='s1'); commit()``, or none
+    for the meta as opened."""
+    if text == OPENED:
+        return []
     ops = []
     for call in (c.strip() for c in text.strip("`").split(";") if c.strip()):
         found = _CALL.match(call)
