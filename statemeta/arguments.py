@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from statemeta.errors import ArgumentTypeError, ArgumentValueError
+from statemeta.errors import ArgumentTypeError, ArgumentValueError, MisuseError
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -83,6 +83,19 @@ Check = Callable[[str, str, object], None]
 """A check of one argument: (function, parameter, value); raises or returns None."""
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
+E = TypeVar("E", bound=enum.Enum)
+
+
+def member_of(cls: type[E], value: E | str, what: str) -> E:
+    """``value`` as a member of ``cls``, given as itself or as its value; a MisuseError that
+    lists the values otherwise (``what``: the noun the message uses, e.g. "semantics")."""
+    if isinstance(value, cls):
+        return value
+    try:
+        return cls(value)
+    except ValueError:
+        known = ", ".join(repr(m.value) for m in cls)
+        raise MisuseError(f"no {what} {value!r}; {what} are {known}") from None
 
 
 def _int_check(limit: Limit) -> Check:

@@ -12,7 +12,7 @@ import enum
 
 import attrs
 
-from statemeta.errors import MisuseError
+from statemeta.arguments import member_of
 from statemeta.tables import DIVERGENCES, Divergence, Switch
 
 __all__ = ["Profile", "Semantics", "Switch", "as_profile"]
@@ -29,13 +29,7 @@ class Semantics(enum.Enum):
     @classmethod
     def of(cls, value: Semantics | str) -> Semantics:
         """``value`` as a Semantics; the strings "seed" and "intended" are accepted."""
-        if isinstance(value, Semantics):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            known = ", ".join(repr(s.value) for s in cls)
-            raise MisuseError(f"no semantics {value!r}; semantics are {known}") from None
+        return member_of(cls, value, "semantics")
 
     @property
     def profile(self) -> Profile:

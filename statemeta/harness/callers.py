@@ -30,6 +30,7 @@ from typing import Protocol
 
 import attrs
 
+from statemeta.arguments import member_of
 from statemeta.codec import StreamTask
 from statemeta.errors import MisuseError
 from statemeta.harness.operations import OP_SPECS, Op, task_slot
@@ -63,13 +64,7 @@ class Callers(enum.Enum):
 
     @classmethod
     def of(cls, value: Callers | str) -> Callers:
-        if isinstance(value, Callers):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            known = ", ".join(repr(c.value) for c in cls)
-            raise MisuseError(f"no callers {value!r}; callers are {known}") from None
+        return member_of(cls, value, "callers")
 
 
 class CallerState(Protocol):
