@@ -15,14 +15,13 @@ elsewhere they skip, saying why.
 from __future__ import annotations
 
 import functools
-import os
-import shutil
 import sys
 from pathlib import Path
 
 import attrs
 import pytest
 from meta_support import open_meta, task
+from tdengine_support import tdengine_tree
 
 from statemeta.codec import STREAM_TASK_KEY_LEN, encode_task, encode_task_key
 from statemeta.errors import ReleaseError, UndefinedBehaviour
@@ -38,8 +37,6 @@ from statemeta.meta.core import TASK_TABLE
 from statemeta.semantics import Semantics, Switch
 from statemeta.tdengine.build import build, default_out
 from statemeta.tdengine.server import TDengineServer
-
-ROOT = Path(__file__).resolve().parents[2]
 
 ARMED = frozenset(Mask(START, at) for at in ("invariant:heartbeat-chain", "view.heartbeat.armed"))
 """The heartbeat timer the C arms at open (docs/tdengine.md): a divergence at start that is
@@ -216,26 +213,13 @@ def test_the_explorer_reports_each_path_within_its_bounds_as_a_seed_defect() -> 
 # -- against TDengine's compiled code ----------------------------------------------------------
 
 
-def _tree() -> Path:
-    tree = Path(
-        os.environ.get("STATEMETA_TDENGINE_SRC") or ROOT.parent / "shared/tdengine/63494de7"
-    )
-    problem = None
-    if not tree.is_dir():
-        problem = f"no TDengine tree at {tree} (set STATEMETA_TDENGINE_SRC)"
-    elif shutil.which("gcc") is None:
-        problem = "gcc is not on PATH"
-    if problem is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs the TDengine adapter's inputs: {problem}")
-        pytest.skip(problem)
-    return tree
 
 
 @pytest.fixture(scope="module")
 def compiled() -> str:
     """The command that serves TDengine's compiled code (built on first use)."""
-    return f"{sys.executable} -m statemeta tdengine serve --src {_tree()} --out {default_out()}"
+    tree = tdengine_tree()
+    return f"{sys.executable} -m statemeta tdengine serve --src {tree} --out {default_out()}"
 
 
 def _replay(path: Path_, sut: str, flipped: frozenset[Switch] = frozenset()) -> Trace | None:
@@ -283,7 +267,7 @@ def test_a_release_after_a_reopen_is_no_use_after_free_of_the_harness(compiled: 
     streamMetaReleaseTask, the harness's own, not TDengine's)."""
     ops = [("register", "s1"), ("acquire", "s1"), ("release", "s1"), ("close_reopen", None),
            ("release", "s1")]
-    server = TDengineServer(build(_tree(), default_out()).driver)
+    server = TDengineServer(build(tdengine_tree(), default_out()).driver)
     try:
         server.start(3, pool_json())
         for name, slot in ops:

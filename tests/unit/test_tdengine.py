@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tdengine_support import tdengine_tree
 
 from statemeta.cli import main
 from statemeta.errors import CompiledCodeFault, TDengineBuildError
@@ -30,28 +31,10 @@ from statemeta.tdengine.driver import Driver
 from statemeta.tdengine.server import TDengineServer
 from statemeta.tdengine.sources import COMPILED, SEED_BLOBS, blob_id, check_tree
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _tree() -> Path:
-    tree = Path(
-        os.environ.get("STATEMETA_TDENGINE_SRC") or ROOT.parent / "shared/tdengine/63494de7"
-    )
-    problem = None
-    if not tree.is_dir():
-        problem = f"no TDengine tree at {tree} (set STATEMETA_TDENGINE_SRC)"
-    elif shutil.which("gcc") is None:
-        problem = "gcc is not on PATH"
-    if problem is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs the TDengine adapter's inputs: {problem}")
-        pytest.skip(problem)
-    return tree
-
 
 @pytest.fixture(scope="session")
 def tree() -> Path:
-    return _tree()
+    return tdengine_tree()
 
 
 @pytest.fixture(scope="session")
