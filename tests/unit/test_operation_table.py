@@ -12,12 +12,13 @@ from typing import cast
 import attrs
 import pytest
 
-from statemeta.errors import MisuseError
+from statemeta.errors import MisuseError, UndefinedBehaviour
 from statemeta.explore.bounds import BUDGETED, Bounds
 from statemeta.explore.state import StateAbstraction
 from statemeta.harness import generation
 from statemeta.harness.concurrent_run import CONTENDED
 from statemeta.harness.coverage_model import LISTED_FAMILIES
+from statemeta.harness.normalize import Json
 from statemeta.harness.operations import (
     DOMAINS,
     LEVELS,
@@ -229,8 +230,18 @@ def _walk_states(semantics: Semantics, seed: int, steps: int) -> Iterator[Refere
     for _ in range(steps):
         op = rng.choice(ALPHABET)
         if reference.precondition_broken(op) is None:
-            reference.call(op)
-            yield reference.fork()
+            after = reference.fork()
+            if _called(after, op) is not None:  # else the seed's process is gone: go on before
+                reference = after
+                yield reference.fork()
+
+
+def _called(adapter: ReferenceAdapter, op: Op) -> dict[str, Json] | None:
+    """``op``'s result, or None where the seed reference hits undefined behaviour in it."""
+    try:
+        return adapter.call(op)
+    except UndefinedBehaviour:
+        return None
 
 
 def _commits(state: ReferenceAdapter, op: Op) -> bool:
@@ -238,7 +249,8 @@ def _commits(state: ReferenceAdapter, op: Op) -> bool:
     adapter = state.fork()
     store = adapter.store
     before = store.calls.get("commit", 0)
-    adapter.call(op)
+    if _called(adapter, op) is None:
+        return False  # the process is gone before any commit of its own
     base = before if adapter.store is store else 0
     return adapter.store.calls.get("commit", 0) > base
 
@@ -306,7 +318,8 @@ def _breadth_states(semantics: Semantics, depth: int) -> Iterator[ReferenceAdapt
             for op in ALPHABET:
                 if state.precondition_broken(op) is None:
                     after = state.fork()
-                    after.call(op)
+                    if _called(after, op) is None:
+                        continue
                     key = _KEYS.key(after)
                     if key not in keys:
                         keys.add(key)
@@ -327,7 +340,7 @@ def _false_claims(specs: dict[str, OpSpec], states: Iterable[ReferenceAdapter]) 
                 continue
             kind, value = cast(tuple[str, object], specs[op.name].unmapped_result)
             after = state.fork()
-            if after.call(op) != {kind: value} or _KEYS.key(after) != key:
+            if _called(after, op) != {kind: value} or _KEYS.key(after) != key:
                 false.add(op.name)
     return false
 
