@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from statemeta.errors import MisuseError
+from statemeta.errors import MisuseError, UndefinedBehaviour
 from statemeta.explore.state import StateAbstraction, handle_ref
 from statemeta.harness.linearizability.checker import SequentialSpec
 from statemeta.harness.linearizability.history import History
@@ -75,6 +75,9 @@ class RefState:
 
     adapter: ReferenceAdapter
     handles: Mapping[int, ClientHandles]
+    gone: str | None = None
+    """The seed's undefined behaviour that ended its process in this order of the calls: every
+    call after it answers that, which no call that returned matches."""
 
 
 def history_from_json(obj: object, *, where: str = "history") -> History[Call, Json]:
@@ -103,6 +106,15 @@ def reference_spec(
     abstraction = StateAbstraction(TASK_POOL, symmetry=False)
 
     def step(state: RefState, call: Call) -> tuple[RefState, Json]:
+        if state.gone is not None:
+            return state, {"undefined_behaviour": state.gone}
+        try:
+            return _step(state, call)
+        except UndefinedBehaviour as undefined:
+            gone = str(undefined)
+            return RefState(state.adapter, state.handles, gone), {"undefined_behaviour": gone}
+
+    def _step(state: RefState, call: Call) -> tuple[RefState, Json]:
         new = state.adapter.fork()
         if not call.op.spec.client_handles:
             return RefState(new, state.handles), new.call(call.op)
@@ -117,6 +129,8 @@ def reference_spec(
         return RefState(new, handles), result
 
     def key(state: RefState) -> Hashable:
+        if state.gone is not None:
+            return ("gone", state.gone)
         meta = state.adapter.meta.state
         ranks = {incarnation: rank for rank, incarnation in enumerate(sorted(meta.detached))}
         clients = tuple(
