@@ -20,10 +20,16 @@ from typing import Protocol
 
 import attrs
 
-from statemeta.errors import InvariantViolation, MisuseError, SutError
+from statemeta.errors import InvariantViolation, MisuseError, SutError, UndefinedBehaviour
 from statemeta.harness.linearizability import DEFAULT_BUDGET, History, Operation, Verdict, check
 from statemeta.harness.linearizability.checker import Outcome
-from statemeta.harness.linearizability.reference import CONCURRENT_LEVELS, Call, reference_spec
+from statemeta.harness.linearizability.reference import (
+    CONCURRENT_LEVELS,
+    UNDEFINED,
+    Call,
+    reference_spec,
+    undefined,
+)
 from statemeta.harness.linearizability.timeline import format_verdict
 from statemeta.harness.normalize import Json, check_view_invariants
 from statemeta.harness.operations import OP_SPECS, REOPENS, Op, OpSpec, ops_at
@@ -123,10 +129,13 @@ class InProcess:
         self, plans: Sequence[Sequence[Op]], origin: int
     ) -> tuple[list[Operation[Call, Json]], list[str]]:
         start = threading.Barrier(len(plans))
+        gone = threading.Event()
         outs: list[list[Operation[Call, Json]]] = [[] for _ in plans]
         errors: list[str] = []
         threads = [
-            threading.Thread(target=self._client, args=(client, plan, origin, start, out, errors))
+            threading.Thread(
+                target=self._client, args=(client, plan, origin, start, gone, out, errors)
+            )
             for client, (plan, out) in enumerate(zip(plans, outs, strict=True))
         ]
         for thread in threads:
@@ -141,14 +150,26 @@ class InProcess:
         plan: Sequence[Op],
         origin: int,
         start: threading.Barrier,
+        gone: threading.Event,
         out: list[Operation[Call, Json]],
         errors: list[str],
     ) -> None:
+        """Play ``plan`` as ``client``. Once a call hits the seed's undefined behaviour the
+        process is gone: its result says so, and no client invokes a call after it returned
+        (one invoked before is concurrent with it and recorded as it answered)."""
         start.wait()
         for op in plan:
             invoked = time.monotonic_ns() - origin
+            if gone.is_set():
+                return
             try:
                 result = self.adapter.call_as(client, op)
+            except UndefinedBehaviour as behaviour:
+                gone.set()
+                returned = time.monotonic_ns() - origin
+                answer: Json = {UNDEFINED: str(behaviour)}
+                out.append(Operation(client, invoked, returned, Call(client, op), answer))
+                return
             except Exception as error:  # the run goes on; the call never responded
                 errors.append(f"client {client}: {op!r} raised {type(error).__name__}: {error}")
                 out.append(Operation(client, invoked, None, Call(client, op)))
@@ -279,8 +300,8 @@ def run_concurrent(
             played, failed = target.play(plans, origin)
             operations.extend(played)
             errors.extend(failed)
-            if failed:
-                break
+            if failed or any(undefined(operation) for operation in played):
+                break  # no process to check or to go on with
             broken = target.quiescent()
             if broken is not None:
                 violations.append(f"after round {round_}: {broken}")

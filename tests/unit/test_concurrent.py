@@ -15,7 +15,13 @@ from statemeta.harness.concurrent_run import (
 )
 from statemeta.harness.facade_target import FacadeAdapter
 from statemeta.harness.linearizability import History, Operation, Outcome, check
-from statemeta.harness.linearizability.reference import Call, history_from_json, reference_spec
+from statemeta.harness.linearizability.reference import (
+    UNDEFINED,
+    Call,
+    history_from_json,
+    reference_spec,
+    undefined,
+)
 from statemeta.harness.locking_variants import LOCKING_VARIANTS
 from statemeta.harness.operations import OP_SPECS, REOPENS, Op
 
@@ -108,6 +114,36 @@ def test_the_facade_in_seed_semantics_passes_against_the_seed_reference() -> Non
         lambda: InProcess(FacadeAdapter(semantics="seed")), histories=5, semantics="seed", level=3
     )
     assert not found.failed
+
+
+def test_after_the_seeds_undefined_behaviour_no_call_returns_as_if_nothing_happened() -> None:
+    """A second release frees the task in the seed: the process is gone, and a call that
+    began after that answer cannot have seen a live meta; one overlapping it can."""
+    gone = {UNDEFINED: "undefined behaviour: use after free of task 0x10-0x1 at release"}
+    seed = reference_spec(2, "seed")
+    steps = (
+        Operation(0, 0, 1, call(0, "register", task="s1"), OK_TRUE),
+        Operation(0, 2, 3, call(0, "acquire", task="s1"), OK_TRUE),
+        Operation(0, 4, 5, call(0, "release", task="s1"), OK_NONE),
+        Operation(0, 6, 7, call(0, "release", task="s1"), gone),
+    )
+    assert check(seed, History(steps)).outcome is Outcome.LINEARIZABLE  # type: ignore[arg-type]
+    after = Operation(1, 8, 9, call(1, "register", task="s2"), OK_TRUE)
+    overlapping = Operation(1, 6.5, 9, call(1, "register", task="s2"), OK_TRUE)
+    assert check(seed, History((*steps, after))).outcome is Outcome.NOT_LINEARIZABLE  # type: ignore[arg-type]
+    assert check(seed, History((*steps, overlapping))).outcome is Outcome.LINEARIZABLE  # type: ignore[arg-type]
+
+
+def test_no_client_calls_the_seed_facade_after_its_undefined_behaviour() -> None:
+    hit = 0
+    for seed in range(8):
+        run = run_concurrent(InProcess(FacadeAdapter(semantics="seed")), level=3, seed=seed)
+        ends = [o.returned for o in run.history.operations if undefined(o)]
+        if ends:
+            hit += 1
+            assert len(ends) == 1 and run.errors == ()  # the seed breaks invariants on purpose
+            assert all(o.invoked < ends[0] for o in run.history.operations)  # type: ignore[operator]
+    assert hit > 0  # the seeds tried reach it
 
 
 def test_a_history_of_calls_reads_back_and_bad_ones_are_refused() -> None:

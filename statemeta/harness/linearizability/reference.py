@@ -25,7 +25,7 @@ import attrs
 from statemeta.errors import MisuseError, UndefinedBehaviour
 from statemeta.explore.state import StateAbstraction, handle_ref
 from statemeta.harness.linearizability.checker import SequentialSpec
-from statemeta.harness.linearizability.history import History
+from statemeta.harness.linearizability.history import History, Operation
 from statemeta.harness.normalize import Json
 from statemeta.harness.operations import TASK_POOL, Op
 from statemeta.harness.reference import ReferenceAdapter
@@ -69,6 +69,16 @@ handle it last gave back (what a release with none outstanding releases again)."
 _NONE: ClientHandles = ({}, {})
 
 
+UNDEFINED = "undefined_behaviour"
+"""The key of a call's result that says it hit the seed's undefined behaviour (the process is
+gone: every call after it answers the same)."""
+
+
+def undefined(operation: Operation[Call, Json]) -> bool:
+    """Whether the recorded call hit the seed's undefined behaviour."""
+    return isinstance(operation.result, dict) and UNDEFINED in operation.result
+
+
 @attrs.frozen(eq=False)
 class RefState:
     """The reference after some operations; never mutated (``step`` forks)."""
@@ -107,12 +117,12 @@ def reference_spec(
 
     def step(state: RefState, call: Call) -> tuple[RefState, Json]:
         if state.gone is not None:
-            return state, {"undefined_behaviour": state.gone}
+            return state, {UNDEFINED: state.gone}
         try:
             return _step(state, call)
         except UndefinedBehaviour as undefined:
             gone = str(undefined)
-            return RefState(state.adapter, state.handles, gone), {"undefined_behaviour": gone}
+            return RefState(state.adapter, state.handles, gone), {UNDEFINED: gone}
 
     def _step(state: RefState, call: Call) -> tuple[RefState, Json]:
         new = state.adapter.fork()
