@@ -431,7 +431,7 @@ static void cmdView2(void) {
     printf("%s[%" PRId64 ",%" PRId64 "]", n++ ? "," : "", key->streamId, key->taskId);
   }
   printf("],\"num_tasks\":%d,\"stream_count\":%d,\"paused_count\":%d,\"tasks\":[",
-         taosHashGetSize(meta->pTasksMap), meta->numOfStreamTasks, meta->numOfPausedTasks);
+         (int32_t)taosArrayGetSize(meta->pTaskList), meta->numOfStreamTasks, meta->numOfPausedTasks);
   n = 0;
   for (size_t i = 0; i < taosArrayGetSize(meta->pTaskList); ++i) {
     SStreamTaskId* id = taosArrayGet(meta->pTaskList, i);
