@@ -124,6 +124,10 @@ class Switch(Enum):
     """M2. Seed: register lists the id before save and commit; a failure leaves it listed."""
     REMOVAL_NOT_COMMITTED = "removal_not_committed"
     """M3. Seed: unregister and load's removals write into the open transaction, uncommitted."""
+    TRANSACTION_KEPT_OPEN = "transaction_kept_open"
+    """M15. Seed: a transaction is open from open on and each commit begins the next; a failed
+    commit keeps the writes in it, and a failed begin after a commit leaves the meta's handle
+    stale, so that every later commit fails until close."""
     LOAD_ABORTS_ON_UNDECODABLE = "load_aborts_on_undecodable"
     """M4. Seed: load stops at the first record that does not decode (tasks so far stay)."""
     DROPPING_BEFORE_DUPLICATE = "dropping_before_duplicate"

@@ -324,6 +324,7 @@ class StateAbstraction:
                                            ranks[hb.timer]),
             tuple([t.due - now for t in timers]),
             store.in_transaction,
+            state.transaction_stale,
             store.armed_faults(),
             extra,
         )

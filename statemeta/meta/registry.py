@@ -107,6 +107,9 @@ class MetaRegistry:
         self.paused_by_calls = self.profile.seed(Switch.PAUSED_COUNT_DRIFTS)  # M1
         """paused_count moves with the calls streamTaskPause, streamTaskResume and unregister
         make (``_paused_call``), as in the seed, instead of with the status changes."""
+        self.kept_open = self.profile.seed(Switch.TRANSACTION_KEPT_OPEN)  # M15
+        """A transaction is open from open on and each commit begins the next, as tdb's is in
+        the seed (streamMetaOpen, streamMetaCommit); a failed commit rolls nothing back."""
         self.store = store
         self.tasks = self._task_table(store)
         self.expand = expand
@@ -126,6 +129,8 @@ class MetaRegistry:
         self._trace = _Recorder()
         if role is Role.LEADER or self.profile.seed(Switch.HEARTBEAT_ENDS_AT_TICK):  # M12
             heartbeat.arm(self.state.heartbeat, self.state.schedule, now)
+        if self.kept_open:
+            self._ensure_transaction()
 
     def _task_table(self, store: Store) -> Table:
         return store.table(TASK_TABLE, STREAM_TASK_KEY_LEN)
@@ -249,15 +254,39 @@ class MetaRegistry:
         deletes: Sequence[bytes],
         apply: Callable[[], None],
     ) -> None:
-        """Write and commit; only then ``apply`` the memory changes. On failure: roll back."""
+        """Write and commit; only then ``apply`` the memory changes. On failure: roll back
+        (the seed, M15, rolls nothing back: the writes stay in its open transaction)."""
         try:
             self._write(upserts, deletes)
-            self.store.commit()
+            self._commit()
         except BaseException:
-            self._rollback()
+            if not self.kept_open:
+                self._rollback()
             raise
         self.state.uncommitted.clear()
         apply()
+
+    def _commit(self) -> None:
+        """Commit the open transaction. The seed (M15) begins the next at once; a begin that
+        fails there leaves the commit durable, raises, and makes the handle stale: no commit
+        succeeds after it until close, while writes still land in the transaction."""
+        if not self.kept_open:
+            self.store.commit()
+            return
+        state = self.state
+        if state.transaction_stale:
+            raise StoreFault(
+                "commit on a stale transaction handle: a begin failed at the tail of an "
+                "earlier commit, and the seed commits nothing more until close (M15)"
+            )
+        self.store.commit()
+        state.uncommitted.clear()
+        try:
+            self.store.begin()
+        except StoreFault:
+            state.transaction_stale = True
+            self.store.begin()  # where the stale handle's writes land: never committed
+            raise
 
     def _write(
         self, upserts: Sequence[tuple[bytes, bytes]], deletes: Sequence[bytes]

@@ -145,6 +145,9 @@ class MetaState:
     uncommitted: dict[TaskId, StreamTask] = attrs.field(factory=dict)
     """The committed record of each task save_task changed since the last commit (a failed
     commit restores it)."""
+    transaction_stale: bool = False
+    """The seed's transaction handle after a begin failed at the tail of a commit (M15):
+    writes still land in the open transaction, no commit succeeds until close."""
     start: StartInfo = attrs.field(factory=StartInfo)
     send_before_close: bool = False
     hb_sent: int = attrs.field(default=0, metadata={OUTSIDE_KEY: COUNTS_ONLY})
@@ -170,6 +173,7 @@ class MetaState:
             self.loaded,
             self.next_incarnation,
             dict(self.uncommitted),
+            self.transaction_stale,
             self.start.copy(),
             self.send_before_close,
             self.hb_sent,

@@ -166,6 +166,17 @@ def register_with_a_failing_commit(open_: Open, _path: Path) -> object:
     return error, meta.task_ids(), meta.view().map_ids == {T2.id}
 
 
+def register_with_a_failing_begin(open_: Open, path: Path) -> object:
+    """A planned begin fault, two registers and a close: who fails, and what is durable."""
+    meta = open_(store_factory=faulty_factory)
+    store = meta.store
+    assert isinstance(store, FaultyStore)
+    store.fail_next("begin")
+    errors = (error_of(lambda: meta.register(T1, 5)), error_of(lambda: meta.register(T2, 5)))
+    meta.close()
+    return errors, sorted(committed(path))
+
+
 def unregister_then_close(open_: Open, path: Path) -> object:
     meta = open_()
     meta.register(T1, 5)
@@ -376,6 +387,13 @@ META_SHOWN: dict[Switch, MetaShown] = {
     ),
     # M3: the seed's unregister is not committed: close loses it, the record is back.
     Switch.REMOVAL_NOT_COMMITTED: MetaShown(unregister_then_close, 0, 1),
+    # M15: the seed's begin fault fires after register's commit (T1 durable) and leaves the
+    # handle stale (T2's commit fails); the reference's fires at the first write (T1 lost).
+    Switch.TRANSACTION_KEPT_OPEN: MetaShown(
+        register_with_a_failing_begin,
+        (("StoreFault", None), [encode_task_key(T2.id.stream_id, T2.id.task_id)]),
+        (("StoreFault", "StoreFault"), [encode_task_key(T1.id.stream_id, T1.id.task_id)]),
+    ),
     # M4: the seed's load stops at the corrupt record (and fails); the intended one skips it.
     Switch.LOAD_ABORTS_ON_UNDECODABLE: MetaShown(
         load_past_a_corrupt_record, (None, (T1.id, T3.id)), ("DecodeError", (T1.id,))

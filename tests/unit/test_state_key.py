@@ -46,6 +46,7 @@ _STATE: dict[str, Callable[[MetaState], object]] = {
     "removed": lambda s: s.removed.add(S3),
     "loaded": lambda s: setattr(s, "loaded", not s.loaded),
     "uncommitted": lambda s: s.uncommitted.__setitem__(S1, _entry(s).task),
+    "transaction_stale": lambda s: setattr(s, "transaction_stale", not s.transaction_stale),
     "start": lambda s: setattr(s.start, "round", StartRound((S1,), 0)),
     "send_before_close": lambda s: setattr(s, "send_before_close", not s.send_before_close),
     "heartbeat": lambda s: setattr(s.heartbeat, "tick_counter", 3),
