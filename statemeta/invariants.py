@@ -135,12 +135,15 @@ def fill_history(view: MetaView) -> None:
 
 
 def heartbeat_chain(view: MetaView) -> None:
-    """heartbeat-chain: the (one) heartbeat chain is armed exactly while the meta is leader."""
-    leader = view.role is Role.LEADER
-    if view.heartbeat.armed != leader:
+    """heartbeat-chain: the (one) heartbeat chain is armed exactly while the meta is leader
+    and not closing."""
+    due = view.role is Role.LEADER and not view.closing
+    if view.heartbeat.armed != due:
+        closing = ", closing" if view.closing else ""
         raise _fail(
             "heartbeat-chain",
-            f"role {view.role.name}, heartbeat chain {'armed' if view.heartbeat.armed else 'idle'}",
+            f"role {view.role.name}{closing}, heartbeat chain "
+            f"{'armed' if view.heartbeat.armed else 'idle'}",
         )
 
 
@@ -174,7 +177,7 @@ VIEW_INVARIANTS: tuple[tuple[str, Callable[[MetaView], None], tuple[str, ...]], 
     ("fill-history", fill_history, (
         "tasks.id", "tasks.h_task_id", "tasks.fill_history", "map_ids", "removed",
     )),
-    ("heartbeat-chain", heartbeat_chain, ("role", "heartbeat.armed")),
+    ("heartbeat-chain", heartbeat_chain, ("role", "heartbeat.armed", "closing")),
     ("drop-pending", drop_pending, ("tasks.status", "tasks.timer_active", "tasks.drop_pending")),
 )
 """Each invariant a view alone decides, and the keys of the JSON view it reads: the harness

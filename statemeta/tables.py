@@ -155,6 +155,9 @@ class Switch(Enum):
     HEARTBEAT_ENDS_AT_TICK = "heartbeat_ends_at_tick"
     """M12. Seed: the heartbeat chain is armed at open for any meta and ends only at a tick
     that finds the meta not leader (leaving LEADER leaves it armed until then)."""
+    HEARTBEAT_AFTER_NOTIFY_CLOSE = "heartbeat_after_notify_close"
+    """M16. Seed: notify_close leaves the heartbeat chain as it is: a leader's goes on
+    ticking, and sending, while its tasks stop and the meta closes."""
     LENGTH_HEADER_TRUSTED = "length_header_trusted"
     """U1. Seed: the decoder takes a record's length header as its size: a torn record is
     read past its end (undefined behaviour)."""

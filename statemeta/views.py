@@ -102,6 +102,8 @@ class MetaView:
     """Ids this meta removed (unregister, load's DROPPING records) and not registered since."""
     loaded: bool
     """load_all has run since open."""
+    closing: bool = False
+    """notify_close has run since open."""
 
     @property
     def num_tasks(self) -> int:

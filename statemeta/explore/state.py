@@ -320,6 +320,7 @@ class StateAbstraction:
             hb.timer is not None,
             hb.tick_counter,
             state.send_before_close,
+            state.closing,
             None if hb.timer is None else (state.schedule.armed[hb.timer].due - now,
                                            ranks[hb.timer]),
             tuple([t.due - now for t in timers]),

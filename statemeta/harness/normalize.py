@@ -137,6 +137,7 @@ def meta_view_json(view: MetaView, level: int, now_ms: int) -> dict[str, Json]:
         ],
         "removed": sorted(_ids(view.removed)),
         "loaded": view.loaded,
+        "closing": view.closing,
     }
 
 
@@ -275,6 +276,7 @@ def _meta_view(obj: dict[str, Json]) -> MetaView:
         ),
         removed=frozenset(_tid(i) for i in obj["removed"]),
         loaded=obj["loaded"],
+        closing=obj.get("closing", False),  # added after protocol 2's first views: optional
     )
 
 

@@ -58,6 +58,7 @@ _LEVEL_1_TASK = ("slot", "status", "saved", "active", "waiting", "prev_status", 
 _META_VIEW = (
     "level", "now_ms", "vg_id", "stage", "role", "ids", "map_ids", "num_tasks", "stream_count",
     "paused_count", "tasks", "start_round", "heartbeat", "detached", "removed", "loaded",
+    "closing",
 )
 _META_TASK = (
     "id", "status", "saved", "active", "waiting", "refcount", "acquires", "trigger_held",
@@ -159,7 +160,7 @@ VIEW_KINDS: Mapping[str, Kind] = {
         ),
         'a list of {"id", "refcount", "acquires"}',
     ),
-    "removed": _IDS, "loaded": _BOOL,
+    "removed": _IDS, "loaded": _BOOL, "closing": _BOOL,
     "tasks.slot": (lambda v: isinstance(v, str), "a slot name"), "tasks.id": _ID,
     "tasks.status": (_STATUS, "a status name"),
     "tasks.saved": (lambda v: isinstance(v, list) and all(map(_STATUS, v)),

@@ -409,6 +409,9 @@ class MetaCore(MetaRestart, MetaStarting):
         state = self.state
         for entry in self.listed():
             entry.lifecycle.handle(TaskEvent.STOP, listener=self._on_status_change)
+        state.closing = True
+        if not self.profile.seed(Switch.HEARTBEAT_AFTER_NOTIFY_CLOSE):  # M16
+            heartbeat.stop_chain(state.heartbeat, state.schedule)  # the C waits for its tick
         return sum(1 for e in state.entries.values() if e.timer_active > 0)
 
     def close(self) -> None:
@@ -441,7 +444,9 @@ class MetaCore(MetaRestart, MetaStarting):
             state.send_before_close = True
         if row.stop_heartbeat and not self.profile.seed(Switch.HEARTBEAT_ENDS_AT_TICK):  # M12
             heartbeat.stop_chain(state.heartbeat, state.schedule)  # the seed's ends at its tick
-        if row.start_heartbeat and heartbeat.start(state.heartbeat, state.schedule, self.now):
+        quiet = state.closing and not self.profile.seed(Switch.HEARTBEAT_AFTER_NOTIFY_CLOSE)
+        if (row.start_heartbeat and not quiet  # M16: a closing meta's chain stays ended
+                and heartbeat.start(state.heartbeat, state.schedule, self.now)):
             self._send_heartbeat(before_close=False)
         return state.role
 

@@ -150,6 +150,8 @@ class MetaState:
     writes still land in the open transaction, no commit succeeds until close."""
     start: StartInfo = attrs.field(factory=StartInfo)
     send_before_close: bool = False
+    closing: bool = False
+    """notify_close has run since open: the vnode is closing this meta."""
     hb_sent: int = attrs.field(default=0, metadata={OUTSIDE_KEY: COUNTS_ONLY})
     """hbCount: heartbeats handed to the transport."""
     heartbeat: HeartbeatState = attrs.field(factory=HeartbeatState)
@@ -176,6 +178,7 @@ class MetaState:
             self.transaction_stale,
             self.start.copy(),
             self.send_before_close,
+            self.closing,
             self.hb_sent,
             self.heartbeat.copy(),
             self.schedule.copy(),

@@ -518,6 +518,7 @@ def view_of(state: MetaState) -> MetaView:
         ),
         removed=frozenset(state.removed),
         loaded=state.loaded,
+        closing=state.closing,
     )
 
 

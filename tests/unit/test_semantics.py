@@ -348,6 +348,22 @@ def follower_after_leader(open_: Open, _path: Path) -> object:
     return tuple(armed), meta.view().heartbeat.sent
 
 
+def heartbeat_while_closing(open_: Open, _path: Path) -> object:
+    """A leader with a task is notified of its close; 5 s pass, then a re-election: is the
+    chain armed, and how many heartbeats went out after the notice?"""
+    clock = VirtualClock()
+    meta = open_(clock=clock)
+    meta.update_stage_role(1, True)
+    meta.register(T1, 5)
+    meta.notify_close()
+    before = meta.view().heartbeat.sent
+    armed = [meta.view().heartbeat.armed]
+    clock.advance(5000)  # 25 ticks: a leader's chain sends
+    meta.update_stage_role(2, True)
+    armed.append(meta.view().heartbeat.armed)
+    return tuple(armed), meta.view().heartbeat.sent - before
+
+
 def save_a_paused_task(open_: Open, _path: Path) -> object:
     """The harness's save_task (the reference adapter, in the trace's profile) of a paused
     task: the status byte it stores."""
@@ -428,6 +444,10 @@ META_SHOWN: dict[Switch, MetaShown] = {
     # M12: the seed arms a vnode's chain at open and a follower's stays armed until its tick.
     Switch.HEARTBEAT_ENDS_AT_TICK: MetaShown(
         follower_after_leader, ((False, False, False), 0), ((True, True, False), 0)
+    ),
+    # M16: the seed's chain goes on after notify_close, and sends; the reference's ends there.
+    Switch.HEARTBEAT_AFTER_NOTIFY_CLOSE: MetaShown(
+        heartbeat_while_closing, ((False, False), 0), ((True, True), 1)
     ),
     # U1: T2's record torn after 12 bytes: the seed's open reads it past its end.
     Switch.LENGTH_HEADER_TRUSTED: MetaShown(

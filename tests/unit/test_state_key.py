@@ -49,6 +49,7 @@ _STATE: dict[str, Callable[[MetaState], object]] = {
     "transaction_stale": lambda s: setattr(s, "transaction_stale", not s.transaction_stale),
     "start": lambda s: setattr(s.start, "round", StartRound((S1,), 0)),
     "send_before_close": lambda s: setattr(s, "send_before_close", not s.send_before_close),
+    "closing": lambda s: setattr(s, "closing", not s.closing),
     "heartbeat": lambda s: setattr(s.heartbeat, "tick_counter", 3),
     "schedule": lambda s: s.schedule.arm(50, TimerKind.TASK, S1, _entry(s).incarnation),
 }
