@@ -49,7 +49,7 @@ EVENTS = (
 LEVEL2_OBSERVED = {
     "view": ["vg_id", "stage", "role", "ids", "map_ids", "num_tasks", "stream_count",
              "paused_count", "tasks", "start_round.ready", "start_round.failed",
-             "heartbeat.armed"],
+             "heartbeat.armed", "closing"],
     "tasks": ["id", "status", "active", "waiting", "refcount", "downstream_ready",
               "timer_active", "next_process_ver", "checkpointing_id", "failed_checkpoint_id",
               "fill_history", "trigger_param", "h_task_id", "stream_task_id",

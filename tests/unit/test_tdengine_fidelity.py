@@ -41,6 +41,13 @@ SHOWN_BY_C: dict[Switch, ShownByC] = {
          Op.of("advance_clock", ms=1000)),
         "heartbeat",
     ),
+    # M16: the wait for the heartbeat chain is commented out in streamMetaNotifyClose: a
+    # leader's chain goes on after it, 5 s later sending a heartbeat of its stopped task.
+    Switch.HEARTBEAT_AFTER_NOTIFY_CLOSE: ShownByC(
+        (Op.of("update_stage_role", stage=1, is_leader=True), Op.of("register", task="s1"),
+         Op.of("notify_close"), Op.of("advance_clock", ms=5000)),
+        "heartbeat",
+    ),
     # M13: the C's record keeps the status byte it was made with (streamMetaSaveTask encodes
     # the task as it is): a paused task is saved READY, the checkpoint id unchanged.
     Switch.SAVE_TASK_KEEPS_RECORD: ShownByC(

@@ -30,6 +30,7 @@
 #define NO_EVENT (-1)
 
 static SStreamMeta* meta = NULL;
+static bool closing = false; /* notify_close was called since the meta was opened (the view's "closing") */
 static SStreamTask* slots[MAX_SLOTS];
 static SMsgCb msgCb;
 static int32_t level = 1;
@@ -213,6 +214,7 @@ static void forgetHandles(void) {
 static int32_t metaOpen(void) {
   forgetHandles();
   meta = streamMetaOpen(metaPath, NULL, expandTask, 7, -1, startComplete);
+  closing = false;
   return meta == NULL ? -1 : 0;
 }
 
@@ -261,6 +263,7 @@ static int64_t metaCall(const char* op, int32_t slot, int64_t arg) {
   if (strcmp(op, "all_tasks_ready") == 0) return streamMetaAllTasksReady(meta);
   if (strcmp(op, "stop_all") == 0) return streamMetaStopAllTasks(meta);
   if (strcmp(op, "notify_close") == 0) {
+    closing = true;
     streamMetaNotifyClose(meta);
     return 0;
   }
@@ -446,7 +449,8 @@ static void cmdView2(void) {
   printf(",\"failed\":");
   printIdSet(meta->startInfo.pFailedTaskSet);
   /* pHbInfo's first member is the heartbeat timer (streamMeta.c's SMetaHbInfo) */
-  printf("},\"heartbeat\":{\"armed\":%s}}\n", shimTimerArmed(*(tmr_h*)meta->pHbInfo) ? "true" : "false");
+  printf("},\"closing\":%s,\"heartbeat\":{\"armed\":%s}}\n", closing ? "true" : "false",
+         shimTimerArmed(*(tmr_h*)meta->pHbInfo) ? "true" : "false");
 }
 
 static void cmdSent(void) {
