@@ -276,7 +276,7 @@ def _meta_view(obj: dict[str, Json]) -> MetaView:
         ),
         removed=frozenset(_tid(i) for i in obj["removed"]),
         loaded=obj["loaded"],
-        closing=obj.get("closing", False),  # added after protocol 2's first views: optional
+        closing=obj.get("closing", False),  # a trace file's view written before the key
     )
 
 

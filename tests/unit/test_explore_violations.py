@@ -102,7 +102,8 @@ def test_a_state_failing_a_planted_check_is_neither_kept_nor_expanded(
     assert _pairs(result) == [("planted", "register")]
     assert result.violations[0].counterexample.ops == (Op.of("register", task="s1"),)
     assert result.complete
-    assert result.stats.per_depth == [1, 1, 0]  # the states with no task: empty, and loaded
+    # the states with no task: empty, loaded, closing (notify_close ran), loaded and closing
+    assert result.stats.per_depth == [1, 2, 1, 0]
 
 
 def test_violations_from_parallel_workers_are_the_serial_ones(

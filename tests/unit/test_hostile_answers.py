@@ -33,7 +33,7 @@ def _answer(op: str, result: str) -> str:
 
 HOSTILE = {
     "view {}": (_answer("view", "{}"), "sut", "view key level: missing, not the started"),
-    "view level 2 only": (_answer("view", '{"level": 2}'), "sut", "view key detached: missing"),
+    "view level 2 only": (_answer("view", '{"level": 2}'), "sut", "view key closing: missing"),
     "view an op result": (_answer("view", '{"ok": 1}'), "sut", "view key level: missing"),
     "error name a lone surrogate": (
         _answer("register", r'{"error": "\\ud800"}'), "sut", "lone surrogate"
