@@ -257,6 +257,8 @@ LIMITS = {
     ("handle_event", "view.paused_count"): "a PAUSE that waits (attached): streamTaskPause "
     "counts it when its wait ends, the model when it is handled",
     ("handle_event", "invariant:paused-count"): "the same: a waiting PAUSE counted later",
+    ("clear", "result"): "a blocking clear answers blocked, undeclared: the reference's clear "
+    "result does not say whether the seed waits (docs/harness-protocol.md, 'Calls that block')",
     ("clear", "view.ids"): "a blocking clear: streamMetaClear waits for the task timers (on "
     "the shim's virtual clock); the reference clears at once",
     ("clear", "view.map_ids"): "the same: the blocking clear",
@@ -330,6 +332,28 @@ def test_unregister_and_notify_close_waiting_for_a_timer_answer_blocked_and_fini
         seen = server.view()
         assert seen["ids"] == [[16, 2]] and seen["tasks"][0]["timer_active"] == 0
         assert server.call("unregister", {"task": "s2"}) == {"ok": None}  # no timer: returns
+        assert server.view()["ids"] == []
+    finally:
+        server.stop()
+
+
+def test_a_clear_waits_as_the_vnode_s_restart_does_and_its_views_read_live_tasks(
+    driver: Path,
+) -> None:
+    """The driver calls streamMetaClear once no task is in a timer, as the vnode's restart
+    does: a clear called while s3's timer runs answers blocked and frees nothing yet, so the
+    views read live tasks (called at once, the C freed s1 and s2 while it waited for s3's
+    timer, and the next view read freed memory: AddressSanitizer ended the run); the advance
+    that ends the timer lets it clear."""
+    server = TDengineServer(driver)
+    try:
+        server.start(2, pool_json())
+        for slot in ("s1", "s2", "s3"):
+            assert server.call("register", {"task": slot}) == {"ok": True}
+        assert server.call("start_task_timer", {"task": "s3"}) == {"ok": None}
+        assert server.call("clear", {}) == {"blocked": True}
+        assert len(server.view()["tasks"]) == 3
+        assert server.call("advance_clock", {"ms": 1000}) == {"ok": None}
         assert server.view()["ids"] == []
     finally:
         server.stop()

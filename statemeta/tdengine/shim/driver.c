@@ -268,6 +268,10 @@ static int64_t metaCall(const char* op, int32_t slot, int64_t arg) {
     return 0;
   }
   if (strcmp(op, "clear") == 0) {
+    /* as its one caller, the vnode's restart (tqCommon.c), calls it: once no task is in a
+     * timer. Called at once, streamMetaClear frees tasks while it waits in tFreeStreamTask for
+     * a timer, and the map still holds them: a view then reads freed memory. */
+    while (streamMetaTaskInTimer(meta)) taosMsleep(100);
     streamMetaClear(meta);
     return 0;
   }
