@@ -103,7 +103,7 @@ class MetaView:
     loaded: bool
     """load_all has run since open."""
     closing: bool = False
-    """notify_close has run since open."""
+    """notify_close has run since open or since the last election as leader."""
 
     @property
     def num_tasks(self) -> int:

@@ -444,10 +444,10 @@ class MetaCore(MetaRestart, MetaStarting):
             state.send_before_close = True
         if row.stop_heartbeat and not self.profile.seed(Switch.HEARTBEAT_ENDS_AT_TICK):  # M12
             heartbeat.stop_chain(state.heartbeat, state.schedule)  # the seed's ends at its tick
-        quiet = state.closing and not self.profile.seed(Switch.HEARTBEAT_AFTER_NOTIFY_CLOSE)
-        if (row.start_heartbeat and not quiet  # M16: a closing meta's chain stays ended
-                and heartbeat.start(state.heartbeat, state.schedule, self.now)):
-            self._send_heartbeat(before_close=False)
+        if row.start_heartbeat:
+            state.closing = False  # an election as leader ends a notice of close (M16)
+            if heartbeat.start(state.heartbeat, state.schedule, self.now):
+                self._send_heartbeat(before_close=False)
         return state.role
 
     # -- timers -----------------------------------------------------------------------------

@@ -151,7 +151,8 @@ class MetaState:
     start: StartInfo = attrs.field(factory=StartInfo)
     send_before_close: bool = False
     closing: bool = False
-    """notify_close has run since open: the vnode is closing this meta."""
+    """notify_close has run since open or since the last election as leader (which re-arms
+    the heartbeat chain notify_close ended, M16)."""
     hb_sent: int = attrs.field(default=0, metadata={OUTSIDE_KEY: COUNTS_ONLY})
     """hbCount: heartbeats handed to the transport."""
     heartbeat: HeartbeatState = attrs.field(factory=HeartbeatState)

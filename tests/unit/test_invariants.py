@@ -107,7 +107,7 @@ def test_check_mode_raises_when_the_meta_breaks_an_invariant(tmp_path: Path) -> 
 def test_heartbeat_chain_catches_a_closing_leaders_chain_left_armed(tmp_path: Path) -> None:
     """The seed's side of M16 as a broken variant of the reference: notify_close of a leader
     that leaves its chain armed breaks heartbeat-chain; the reference's ends it, and a
-    re-election while closing does not re-arm it."""
+    re-election ends the closing and re-arms it."""
     from statemeta.semantics import Profile, Switch
 
     variant = open_meta(tmp_path / "variant",
@@ -118,8 +118,10 @@ def test_heartbeat_chain_catches_a_closing_leaders_chain_left_armed(tmp_path: Pa
         meta.notify_close()
     with pytest.raises(InvariantViolation, match="role LEADER, closing, heartbeat chain armed"):
         invariants.heartbeat_chain(variant.view())
-    reference.update_stage_role(2, True)
     assert reference.view().closing and not reference.view().heartbeat.armed
+    invariants.check_view(reference.view())
+    reference.update_stage_role(2, True)
+    assert not reference.view().closing and reference.view().heartbeat.armed
     invariants.check_view(reference.view())
     variant.close()
     reference.close()

@@ -349,8 +349,8 @@ def follower_after_leader(open_: Open, _path: Path) -> object:
 
 
 def heartbeat_while_closing(open_: Open, _path: Path) -> object:
-    """A leader with a task is notified of its close; 5 s pass, then a re-election: is the
-    chain armed, and how many heartbeats went out after the notice?"""
+    """A leader with a task is notified of its close; 5 s pass, then a re-election (which
+    re-arms an ended chain): is the chain armed, and how many heartbeats went out?"""
     clock = VirtualClock()
     meta = open_(clock=clock)
     meta.update_stage_role(1, True)
@@ -447,7 +447,7 @@ META_SHOWN: dict[Switch, MetaShown] = {
     ),
     # M16: the seed's chain goes on after notify_close, and sends; the reference's ends there.
     Switch.HEARTBEAT_AFTER_NOTIFY_CLOSE: MetaShown(
-        heartbeat_while_closing, ((False, False), 0), ((True, True), 1)
+        heartbeat_while_closing, ((False, True), 0), ((True, True), 1)
     ),
     # U1: T2's record torn after 12 bytes: the seed's open reads it past its end.
     Switch.LENGTH_HEADER_TRUSTED: MetaShown(

@@ -30,7 +30,7 @@
 #define NO_EVENT (-1)
 
 static SStreamMeta* meta = NULL;
-static bool closing = false; /* notify_close was called since the meta was opened (the view's "closing") */
+static bool closing = false; /* the view's "closing": notify_close was called since open or the last election as leader */
 static SStreamTask* slots[MAX_SLOTS];
 static SMsgCb msgCb;
 static int32_t level = 1;
@@ -281,6 +281,7 @@ static int64_t metaCall(const char* op, int32_t slot, int64_t arg) {
   }
   if (strcmp(op, "update_stage_role") == 0) { /* arg: stage * 2 + is_leader */
     streamMetaUpdateStageRole(meta, arg / 2, arg % 2 == 1);
+    if (arg % 2 == 1) closing = false; /* an election as leader ends a notice of close */
     return meta->role;
   }
   if (strcmp(op, "advance_clock") == 0) {
