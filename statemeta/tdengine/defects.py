@@ -13,7 +13,6 @@ page is generated from the recorded file and CI re-replays it (tests/unit/test_t
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import sys
@@ -22,8 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from statemeta.cli_args import Parser
-from statemeta.errors import MisuseError, StatemetaError
+from statemeta.errors import StatemetaError
 from statemeta.explore.page_block import OPENED, PAGE, block_of, refresh, replace_block
+from statemeta.explore.reachability import parse_op
 from statemeta.harness.catalogue import Mask
 from statemeta.harness.operations import Op
 from statemeta.harness.reference import ReferenceAdapter
@@ -58,7 +58,6 @@ _LEVEL = 3
 MAX_MASKS = 3
 """How many places a row's replay masks before it says the C differs."""
 _VIEW_INVARIANT_IDS = frozenset(row[0] for row in VIEW_INVARIANTS)
-_CALL = re.compile(r"(\w+)\((.*)\)$")
 
 
 def parse_ops(text: str) -> list[Op]:
@@ -66,17 +65,8 @@ def parse_ops(text: str) -> list[Op]:
     for the meta as opened."""
     if text == OPENED:
         return []
-    ops = []
-    for call in (c.strip() for c in text.strip("`").split(";") if c.strip()):
-        found = _CALL.match(call)
-        if found is None:
-            raise MisuseError(f"not an operation: {call!r}")
-        args = {}
-        for pair in (p.strip() for p in found.group(2).split(",") if p.strip()):
-            name, _, value = pair.partition("=")
-            args[name.strip()] = ast.literal_eval(value.strip())
-        ops.append(Op.of(found.group(1), **args))
-    return ops
+    return [parse_op(call) for call in (c.strip() for c in text.strip("`").split(";"))
+            if call]
 
 
 def _tables(block: str) -> list[tuple[list[str], list[list[str]], int]]:
