@@ -21,11 +21,11 @@ from typing import Protocol
 import attrs
 
 from statemeta.errors import InvariantViolation, MisuseError, SutError, UndefinedBehaviour
+from statemeta.harness.failure import UNDEFINED
 from statemeta.harness.linearizability import DEFAULT_BUDGET, History, Operation, Verdict, check
 from statemeta.harness.linearizability.checker import Outcome
 from statemeta.harness.linearizability.reference import (
     CONCURRENT_LEVELS,
-    UNDEFINED,
     Call,
     reference_spec,
     undefined,

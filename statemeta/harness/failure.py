@@ -37,6 +37,11 @@ FAILURE_KINDS: dict[str, str] = {
 }
 """Every kind of failure, and what it means."""
 
+UNDEFINED = "undefined_behaviour"
+"""The key of a step's result that says the seed reference hit undefined behaviour there
+(``{"undefined_behaviour": "<what>"}``): its process is gone, every call after it answers the
+same."""
+
 FINDINGS: dict[str, tuple[str, ...]] = {
     "use after free": ("use-after-free", "use after free"),
     "heap over-read": ("heap-buffer-overflow", "heap over-read"),

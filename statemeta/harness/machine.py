@@ -87,7 +87,7 @@ from statemeta.harness.adapter import Adapter
 from statemeta.harness.callers import Callers
 from statemeta.harness.catalogue import NO_MASKS, START, Mask, key_path
 from statemeta.harness.differences import first_difference, located
-from statemeta.harness.failure import Failure, Step, same_finding
+from statemeta.harness.failure import UNDEFINED, Failure, Step, same_finding
 from statemeta.harness.normalize import Json, meta_view_from_json
 from statemeta.harness.observation import Observation
 from statemeta.harness.operations import REGISTER_VER, REOPENS, TASK_POOL, Op
@@ -543,7 +543,7 @@ class _Machine(RuleBasedStateMachine):
         kind undefined-behaviour (a fault without undefined behaviour is the SUT's own
         failure of kind fault)."""
         assert self.sut is not None
-        reference: dict[str, Json] = {"undefined_behaviour": str(undefined)}
+        reference: dict[str, Json] = {UNDEFINED: str(undefined)}
         sut_result = None
         try:
             sut_result = self.sut.call(op)

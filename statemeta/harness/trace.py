@@ -33,7 +33,7 @@ from statemeta.errors import MisuseError, SutAborted, SutError, SutFault, TraceF
 from statemeta.harness.adapter import Adapter
 from statemeta.harness.catalogue import NO_MASKS, START, Mask
 from statemeta.harness.differences import compact, differences
-from statemeta.harness.failure import FAILURE_KINDS, Failure, Step
+from statemeta.harness.failure import FAILURE_KINDS, UNDEFINED, Failure, Step
 from statemeta.harness.linearizability import History
 from statemeta.harness.linearizability.reference import Call, history_from_json
 from statemeta.harness.machine import Divergence, build_machine
@@ -433,8 +433,8 @@ def result_text(result: JsonObject | None) -> str:
     """One side's result of a step in a few words (``-``: no result; heartbeats counted)."""
     if result is None:
         return "-"
-    if "undefined_behaviour" in result or "fault" in result:  # the step both instances end in
-        return "undefined behaviour" if "undefined_behaviour" in result else "fault"
+    if UNDEFINED in result or "fault" in result:  # the step both instances end in
+        return "undefined behaviour" if UNDEFINED in result else "fault"
     text = f"error {result['error']}" if "error" in result else compact(result.get("ok"))
     heartbeats = result.get("heartbeats")
     return f"{text} (+{len(heartbeats)} heartbeats)" if heartbeats else text

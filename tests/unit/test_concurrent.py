@@ -14,9 +14,9 @@ from statemeta.harness.concurrent_run import (
     run_concurrent,
 )
 from statemeta.harness.facade_target import FacadeAdapter
+from statemeta.harness.failure import UNDEFINED
 from statemeta.harness.linearizability import History, Operation, Outcome, check
 from statemeta.harness.linearizability.reference import (
-    UNDEFINED,
     Call,
     history_from_json,
     reference_spec,

@@ -24,6 +24,7 @@ import attrs
 
 from statemeta.errors import MisuseError, UndefinedBehaviour
 from statemeta.explore.state import StateAbstraction, handle_ref
+from statemeta.harness.failure import UNDEFINED
 from statemeta.harness.linearizability.checker import SequentialSpec
 from statemeta.harness.linearizability.history import History, Operation
 from statemeta.harness.normalize import Json
@@ -67,11 +68,6 @@ ClientHandles = tuple[Mapping[str, tuple[TaskHandle, ...]], Mapping[str, TaskHan
 handle it last gave back (what a release with none outstanding releases again)."""
 
 _NONE: ClientHandles = ({}, {})
-
-
-UNDEFINED = "undefined_behaviour"
-"""The key of a call's result that says it hit the seed's undefined behaviour (the process is
-gone: every call after it answers the same)."""
 
 
 def undefined(operation: Operation[Call, Json]) -> bool:
@@ -120,8 +116,8 @@ def reference_spec(
             return state, {UNDEFINED: state.gone}
         try:
             return _step(state, call)
-        except UndefinedBehaviour as undefined:
-            gone = str(undefined)
+        except UndefinedBehaviour as behaviour:
+            gone = str(behaviour)
             return RefState(state.adapter, state.handles, gone), {UNDEFINED: gone}
 
     def _step(state: RefState, call: Call) -> tuple[RefState, Json]:
