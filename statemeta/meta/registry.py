@@ -263,24 +263,23 @@ class MetaRegistry:
             if not self.kept_open:
                 self._rollback()
             raise
-        self.state.uncommitted.clear()
         apply()
 
     def _commit(self) -> None:
-        """Commit the open transaction. The seed (M15) begins the next at once; a begin that
-        fails there leaves the commit durable, raises, and makes the handle stale: no commit
-        succeeds after it until close, while writes still land in the transaction."""
-        if not self.kept_open:
-            self.store.commit()
-            return
+        """Commit the open transaction: save_task's changes are durable. The seed (M15)
+        begins the next at once; a begin that fails there leaves the commit durable, raises,
+        and makes the handle stale: no commit succeeds after it until close, while writes
+        still land in the transaction."""
         state = self.state
-        if state.transaction_stale:
+        if self.kept_open and state.transaction_stale:
             raise StoreFault(
                 "commit on a stale transaction handle: a begin failed at the tail of an "
                 "earlier commit, and the seed commits nothing more until close (M15)"
             )
         self.store.commit()
         state.uncommitted.clear()
+        if not self.kept_open:
+            return
         try:
             self.store.begin()
         except StoreFault:
