@@ -11,6 +11,7 @@ from statemeta.errors import InvariantViolation
 from statemeta.lifecycle import StatusChange, TaskEvent, TaskLifecycle, TaskStatus
 from statemeta.meta import MetaView
 from statemeta.roles import Role, RoleEvent
+from statemeta.semantics import Profile, Switch
 from statemeta.views import RoleChange
 
 
@@ -108,8 +109,6 @@ def test_heartbeat_chain_catches_a_closing_leaders_chain_left_armed(tmp_path: Pa
     """The seed's side of M16 as a broken variant of the reference: notify_close of a leader
     that leaves its chain armed breaks heartbeat-chain; the reference's ends it, and a
     re-election ends the closing and re-arms it."""
-    from statemeta.semantics import Profile, Switch
-
     variant = open_meta(tmp_path / "variant",
                         semantics=Profile.only(Switch.HEARTBEAT_AFTER_NOTIFY_CLOSE))
     reference = open_meta(tmp_path / "reference")

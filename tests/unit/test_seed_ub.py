@@ -214,8 +214,6 @@ def test_the_explorer_reports_each_path_within_its_bounds_as_a_seed_defect() -> 
 # -- against TDengine's compiled code ----------------------------------------------------------
 
 
-
-
 @pytest.fixture(scope="module")
 def compiled() -> str:
     """The command that serves TDengine's compiled code (built on first use)."""
