@@ -401,7 +401,8 @@ class MetaCore(MetaRestart, MetaStarting):
         return tuple(stopped)
 
     def notify_close(self) -> int:
-        """streamMetaNotifyClose: STOP every mapped task (list order).
+        """streamMetaNotifyClose: STOP every mapped task (list order); the meta is closing, and
+        its heartbeat chain ends (the seed's goes on, M16) until an election as leader.
 
         Returns how many tasks still have an active task timer (the seed waits for them; a live
         caller may advance its clock, and ``close`` cancels them).
@@ -435,8 +436,8 @@ class MetaCore(MetaRestart, MetaStarting):
 
     def update_stage_role(self, stage: int, is_leader: bool) -> Role:
         """streamMetaUpdateStageRole: new stage; becoming (or staying) LEADER ticks the one
-        heartbeat chain at once (it may send), LEADER -> FOLLOWER stops it and arms the
-        before-close heartbeat."""
+        heartbeat chain at once (it may send) and ends a notice of close, LEADER -> FOLLOWER
+        stops it and arms the before-close heartbeat."""
         state = self.state
         state.stage = stage
         row = self._apply_role(RoleEvent.BECOME_LEADER if is_leader else RoleEvent.BECOME_FOLLOWER)

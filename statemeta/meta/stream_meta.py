@@ -258,8 +258,9 @@ class StreamMeta:
         return self._op("stop_all", self._core.stop_all)
 
     def notify_close(self) -> int:
-        """streamMetaNotifyClose: STOP every listed task; returns how many still have an active
-        task timer, which the seed waits for (MetaCore.notify_close)."""
+        """streamMetaNotifyClose: STOP every listed task and end the heartbeat chain (the meta
+        is closing until an election as leader); returns how many still have an active task
+        timer, which the seed waits for (MetaCore.notify_close)."""
         return self._op("notify_close", self._core.notify_close)
 
     def update_stage_role(self, stage: int, is_leader: bool) -> Role:
